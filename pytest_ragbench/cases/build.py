@@ -1,0 +1,444 @@
+"""Turn raw records into typed cases: kind, aliases, field types, ids.
+
+Every problem becomes a :class:`CaseError` naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_ragbench.cases.model import (
+    CASE_CLASSES,
+    Case,
+    Memory,
+    Table,
+    Turn,
+)
+from pytest_ragbench.cases.records import FileRecords, RawRecord
+from pytest_ragbench.errors import CaseError
+
+KINDS = tuple(CASE_CLASSES)
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:/@+-]+$")
+COMMON_FIELDS = ("id", "kind", "category", "tags", "thresholds")
+ALIASES = {"gold_sql": "expected_sql"}
+TABLE_ALIASES = ("expected_columns", "expected_rows")
+
+
+@dataclass(frozen=True)
+class InvalidRecord:
+    """A record that could not be built, with its kind and id where they could be read."""
+
+    error: CaseError
+    kind: str | None = None
+    case_id: str | None = None
+
+
+@dataclass
+class BuildResult:
+    """Cases built from one file, plus one entry per record that could not be built."""
+
+    path: Path
+    cases: list[Case] = field(default_factory=list)
+    invalid: list[InvalidRecord] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[CaseError]:
+        """The errors of the invalid records."""
+        return [entry.error for entry in self.invalid]
+
+
+# -- field converters: each takes the raw value and returns the typed one or raises ValueError --
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError(f"expected text, got {_type(value)}")
+    text = str(value)
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text
+
+
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _int(minimum: int) -> Callable[[Any], int]:
+    def convert(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"expected an integer, got {_type(value)}")
+        if value < minimum:
+            raise ValueError(f"must be at least {minimum}, got {value}")
+        return value
+    return convert
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number, got {_type(value)}")
+    return float(value)
+
+
+def _optional_number(value: Any) -> float | None:
+    return None if value is None else _number(value)
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {_type(value)}")
+    return value
+
+
+def _str_list(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"expected a list of strings, got {_type(value)}")
+    return tuple(value)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a mapping, got {_type(value)}")
+    return dict(value)
+
+
+def _optional_mapping(value: Any) -> dict[str, Any] | None:
+    return None if value is None else _mapping(value)
+
+
+def _thresholds(value: Any) -> dict[str, float] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a mapping of metric -> number, got {_type(value)}")
+    out = {}
+    for name, number in value.items():
+        if isinstance(number, bool) or not isinstance(number, int | float):
+            raise ValueError(f"threshold for {name!r} must be a number, got {_type(number)}")
+        out[str(name)] = float(number)
+    return out
+
+
+def _enum_name(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str | int) or isinstance(value, bool):
+        raise ValueError(f"expected text, got {_type(value)}")
+    return str(value)
+
+
+def _records(value: Any) -> Any:
+    """``ground_truth_data``: one mapping, or a list of mappings with the same keys."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        keys = [set(v) for v in value]
+        for index, row_keys in enumerate(keys[1:], start=2):
+            if row_keys != keys[0]:
+                raise ValueError(f"row {index} has keys {sorted(row_keys)}, "
+                                 f"row 1 has {sorted(keys[0])}")
+        return value
+    raise ValueError(f"expected a mapping or a list of mappings, got {_type(value)}")
+
+
+def _similarity_range(value: Any) -> tuple[float, float] | None:
+    if value is None:
+        return None
+    if (not isinstance(value, list | tuple) or len(value) != 2
+            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)):
+        raise ValueError("expected [low, high]")
+    low, high = float(value[0]), float(value[1])
+    if high > 1.0:  # written as percentages, like seed 002's "75-85%"
+        low, high = low / 100.0, high / 100.0
+    if not 0.0 <= low <= high <= 1.0:
+        raise ValueError(f"expected 0 <= low <= high <= 1 (or percentages), got {list(value)}")
+    return low, high
+
+
+def _expect(value: Any) -> str:
+    if value not in ("answer", "decline"):
+        raise ValueError(f"expected 'answer' or 'decline', got {value!r}")
+    return str(value)
+
+
+def _history(value: Any) -> tuple[Turn, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list of turns, got {_type(value)}")
+    turns = []
+    for index, turn in enumerate(value):
+        if isinstance(turn, str):  # plain strings alternate user / assistant
+            turns.append(Turn(role="user" if index % 2 == 0 else "assistant", content=turn))
+        elif isinstance(turn, dict) and isinstance(turn.get("content"), str):
+            turns.append(Turn(role=str(turn.get("role", "user")), content=turn["content"]))
+        else:
+            raise ValueError(f"turn {index + 1} must be text or {{role, content}}")
+    return tuple(turns)
+
+
+def _memories(value: Any) -> tuple[Memory, ...]:
+    if not isinstance(value, list) or not value:
+        raise ValueError("expected a non-empty list of {role, content, metadata}")
+    memories = []
+    for index, item in enumerate(value):
+        if isinstance(item, list | tuple) and len(item) in (2, 3):  # seed 004's tuples
+            item = dict(zip(("role", "content", "metadata"), item, strict=False))
+        if not isinstance(item, dict) or not isinstance(item.get("content"), str):
+            raise ValueError(f"memory {index} must be {{role, content, metadata}}")
+        metadata = item.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise ValueError(f"memory {index}: metadata must be a mapping")
+        memories.append(Memory(role=str(item.get("role", "user")), content=item["content"],
+                               metadata=dict(metadata)))
+    return tuple(memories)
+
+
+def _indices(value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list | tuple) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise ValueError(f"expected a list of integer indices into setup, got {_type(value)}")
+    return tuple(value)
+
+
+def _contexts(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("expected a list of strings")
+    return tuple(value)
+
+
+def _type(value: Any) -> str:
+    if value is None:
+        return "null"
+    text = repr(value)
+    return f"{type(value).__name__} {text[:40]}"
+
+
+# name -> (converter, required)
+Schema = dict[str, tuple[Callable[[Any], Any], bool]]
+
+SCHEMAS: dict[str, Schema] = {
+    "sql": {
+        "question": (_text, True), "expected_sql": (_text, True),
+        "ground_truth_data": (_records, True), "ground_truth_answer": (_optional_text, False),
+        "float_places": (_int(0), False), "order_matters": (_bool, False),
+        "db": (_optional_text, False),
+    },
+    "hybrid": {
+        "question": (_text, True), "ground_truth_answer": (_text, True),
+        "expected_sql": (_optional_text, False),
+        "ground_truth_data": (lambda v: None if v is None else _records(v), False),
+        "expected_sources": (_str_list, False), "float_places": (_int(0), False),
+        "order_matters": (_bool, False), "db": (_optional_text, False),
+    },
+    "vector": {
+        "question": (_text, True), "ground_truth": (_text, True),
+        "expected_sources": (_str_list, False), "expected_similarity": (_similarity_range, False),
+        "expect": (_expect, False), "history": (_history, False),
+    },
+    "memory": {
+        "setup": (_memories, True), "query": (_text, True), "expected": (_indices, True),
+        "top_k": (_int(1), False), "filter_metadata": (_optional_mapping, False),
+        "min_score": (_optional_number, False), "threshold": (_optional_number, False),
+    },
+    "ragas": {
+        "question": (_text, True), "ground_truth": (_text, True),
+        "contexts": (_contexts, False), "answer": (_optional_text, False),
+        "doc_type": (_enum_name, False), "question_type": (_enum_name, False),
+        "difficulty": (_enum_name, False), "source_dataset": (_enum_name, False),
+        "metadata": (_mapping, False),
+    },
+}
+COMMON: Schema = {
+    "category": (_enum_name, False), "tags": (_str_list, False),
+    "thresholds": (_thresholds, False),
+}
+
+
+def build_cases(records: FileRecords) -> BuildResult:
+    """Build every record of a file; bad records become errors, the rest go on."""
+    result = BuildResult(records.path, invalid=[InvalidRecord(e) for e in records.errors])
+    for record in records.records:
+        try:
+            result.cases.append(build_case(record, records.path, records.defaults))
+        except CaseError as exc:
+            result.invalid.append(InvalidRecord(
+                exc.located(file=records.path, line=record.line),
+                _readable_kind(record, records.defaults), _readable_id(record.data)))
+    return result
+
+
+def _readable_kind(record: RawRecord, defaults: dict[str, Any]) -> str | None:
+    data = {**defaults, **record.data}
+    data = {ALIASES.get(k, k): v for k, v in data.items()}
+    try:
+        return _kind_of(data, record, Path())
+    except CaseError:
+        return None
+
+
+def _readable_id(data: dict[str, Any]) -> str | None:
+    raw = data.get("id")
+    return str(raw) if isinstance(raw, str | int) and ID_PATTERN.match(str(raw)) else None
+
+
+def build_case(record: RawRecord, path: Path, defaults: dict[str, Any] | None = None) -> Case:
+    """Build one typed case from a raw record (file-level defaults fill missing fields)."""
+    data = {**(defaults or {}), **record.data}
+    data = {ALIASES.get(k, k): v for k, v in data.items()}
+    _apply_table_alias(data, record, path)
+    kind = _kind_of(data, record, path)
+    schema = {**SCHEMAS[kind], **COMMON}
+    values: dict[str, Any] = {}
+    for name, (convert, required) in schema.items():
+        if name not in data or (data[name] is None and required):
+            if required:
+                raise CaseError("required field is missing", file=path,
+                                line=record.line, field=name)
+            continue
+        try:
+            values[name] = convert(data[name])
+        except ValueError as exc:
+            raise CaseError(str(exc), file=path, line=record.line_of(name), field=name) from None
+    extra = _extra_fields(data, schema, record, path)
+    _check_kind_rules(kind, values, record, path)
+    if "__table__" in data:
+        values["expected"] = data["__table__"]
+    case_id, generated = _case_id(data, values, record, path)
+    cls = CASE_CLASSES[kind]
+    return cls(id=case_id, kind=kind, file=str(path), line=record.line, extra=extra,
+               id_generated=generated, **values)
+
+
+def _apply_table_alias(data: dict[str, Any], record: RawRecord, path: Path) -> None:
+    """``expected_columns`` + ``expected_rows`` = ``ground_truth_data`` (rows zipped)."""
+    present = [k for k in TABLE_ALIASES if k in data]
+    if not present:
+        return
+    if len(present) == 1:
+        missing = next(k for k in TABLE_ALIASES if k not in data)
+        raise CaseError(f"'{present[0]}' needs '{missing}' as well", file=path,
+                        line=record.line_of(present[0]), field=missing)
+    columns, rows = data.pop("expected_columns"), data.pop("expected_rows")
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        raise CaseError("expected a list of column names", file=path,
+                        line=record.line_of("expected_columns"), field="expected_columns")
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        raise CaseError("expected a list of rows (lists)", file=path,
+                        line=record.line_of("expected_rows"), field="expected_rows")
+    for index, row in enumerate(rows, start=1):
+        if len(row) != len(columns):
+            raise CaseError(f"row {index} has {len(row)} values for {len(columns)} columns",
+                            file=path, line=record.line_of("expected_rows"), field="expected_rows")
+    if "ground_truth_data" in data:
+        raise CaseError("give either ground_truth_data or expected_columns + expected_rows",
+                        file=path, line=record.line_of("ground_truth_data"),
+                        field="ground_truth_data")
+    data["ground_truth_data"] = [dict(zip(columns, row, strict=True)) for row in rows]
+    # Keep the exact table too: duplicate column names would be lost in the mappings.
+    data["__table__"] = Table(tuple(columns), tuple(tuple(r) for r in rows))
+
+
+def _kind_of(data: dict[str, Any], record: RawRecord, path: Path) -> str:
+    kind = data.get("kind")
+    if kind is not None:
+        if kind not in KINDS:
+            raise CaseError(f"unknown kind {kind!r} (known: {', '.join(KINDS)})", file=path,
+                            line=record.line_of("kind"), field="kind")
+        return str(kind)
+    query_type = str(data.get("query_type", "")).upper()
+    if "setup" in data and "query" in data:
+        return "memory"
+    if query_type == "HYBRID":
+        return "hybrid"
+    if record.kind_hint in KINDS:
+        return record.kind_hint
+    if "expected_sql" in data:
+        return "sql" if "ground_truth_data" in data and query_type != "HYBRID" else "hybrid"
+    if "ground_truth_answer" in data:
+        return "hybrid"
+    if "ground_truth" in data:
+        ragas_fields = ("contexts", "answer", "doc_type", "question_type", "source_dataset")
+        return "ragas" if any(f in data for f in ragas_fields) else "vector"
+    raise CaseError(f"cannot tell the kind of this case; add 'kind:' ({', '.join(KINDS)})",
+                    file=path, line=record.line, field="kind")
+
+
+def _extra_fields(data: dict[str, Any], schema: Schema, record: RawRecord,
+                  path: Path) -> dict[str, Any]:
+    """Unknown fields are kept as metadata, unless they look like a typo of a known one."""
+    known = set(schema) | set(COMMON_FIELDS)
+    extra = {}
+    for name, value in data.items():
+        if name in known or name == "__table__":
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+        if close:
+            raise CaseError(f"unknown field (did you mean '{close[0]}'?)", file=path,
+                            line=record.line_of(name), field=name)
+        extra[name] = value
+    return extra
+
+
+def _check_kind_rules(kind: str, values: dict[str, Any], record: RawRecord, path: Path) -> None:
+    """Rules that span fields: tables, memory indices."""
+    if kind in ("sql", "hybrid") and values.get("ground_truth_data") is not None:
+        values["expected"] = Table.from_records(values["ground_truth_data"])
+    if kind == "memory":
+        size = len(values["setup"])
+        for index in values["expected"]:
+            if not 0 <= index < size:
+                raise CaseError(f"index {index} is out of range: setup has {size} memories "
+                                f"(indices 0..{size - 1})", file=path,
+                                line=record.line_of("expected"), field="expected")
+
+
+def _case_id(data: dict[str, Any], values: dict[str, Any], record: RawRecord,
+             path: Path) -> tuple[str, bool]:
+    raw = data.get("id")
+    if raw is not None:
+        if isinstance(raw, bool) or not isinstance(raw, str | int):
+            raise CaseError(f"expected text, got {_type(raw)}", file=path,
+                            line=record.line_of("id"), field="id")
+        text = str(raw)
+        if not ID_PATTERN.match(text):
+            raise CaseError("may contain only letters, digits and _ . : / @ + -",
+                            file=path, line=record.line_of("id"), field="id")
+        return text, False
+    return generated_id(values.get("question") or values.get("query") or "", data), True
+
+
+def generated_id(label: str, data: dict[str, Any]) -> str:
+    """A readable id stable for the same content: a slug of the question plus a short hash."""
+    words = re.findall(r"[a-z0-9]+", label.lower())
+    slug = "_".join(words)[:40].rstrip("_") or "case"
+    content = json.dumps({k: v for k, v in data.items() if k != "__table__"},
+                         sort_keys=True, default=str, ensure_ascii=True)
+    return f"{slug}_{hashlib.sha1(content.encode()).hexdigest()[:6]}"
+
+
+def duplicate_id_error(cases: list[Case], path: Path) -> CaseError | None:
+    """Return an error naming both lines when two cases of one file share an id."""
+    seen: dict[str, Case] = {}
+    for case in cases:
+        first = seen.get(case.id)
+        if first is not None:
+            return CaseError(f"duplicate id {case.id!r}: first defined on line {first.line}, "
+                             f"again on line {case.line}", file=path, line=case.line, field="id")
+        seen[case.id] = case
+    return None

@@ -1,0 +1,154 @@
+"""Typed, frozen case objects — one dataclass per kind (fields from SPEC.md)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Table:
+    """A result set: column names and rows, as compared by SQL verification."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+
+    @classmethod
+    def from_records(cls, data: dict[str, Any] | list[dict[str, Any]]) -> Table:
+        """Build from one mapping (a single row) or a list of mappings with the same keys."""
+        records = [data] if isinstance(data, dict) else list(data)
+        columns = tuple(records[0]) if records else ()
+        return cls(columns, tuple(tuple(r.get(c) for c in columns) for r in records))
+
+    def as_records(self) -> list[dict[str, Any]]:
+        """Return the rows as mappings (later duplicate column names win)."""
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    """Fields every case has, whatever its kind."""
+
+    id: str
+    kind: str
+    file: str
+    line: int
+    category: str | None = None
+    tags: tuple[str, ...] = ()
+    # None: kind defaults apply; {}: record scores without failing the item.
+    thresholds: dict[str, float] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    id_generated: bool = False
+
+    @property
+    def label(self) -> str:
+        """A short human description (the question, query or id)."""
+        return str(getattr(self, "question", None) or getattr(self, "query", None) or self.id)
+
+    def breakdown_fields(self) -> dict[str, Any]:
+        """Fields the report can group by (category, doc_type, ...)."""
+        return {"category": self.category}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe mapping of every field."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SqlCase(Case):
+    """A text-to-SQL case whose expected SQL is verified against the database."""
+
+    question: str
+    expected_sql: str
+    ground_truth_data: Any
+    expected: Table
+    ground_truth_answer: str | None = None
+    float_places: int = 2
+    order_matters: bool = False
+    db: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class HybridCase(Case):
+    """SQL data plus text context; the answer must mention the data's key entities."""
+
+    question: str
+    ground_truth_answer: str
+    expected_sql: str | None = None
+    ground_truth_data: Any = None
+    expected: Table | None = None
+    expected_sources: tuple[str, ...] = ()
+    float_places: int = 2
+    order_matters: bool = False
+    db: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Turn:
+    """One prior turn of a conversation."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class VectorCase(Case):
+    """Descriptive ground truth for retrieval over unstructured documents (seed 002)."""
+
+    question: str
+    ground_truth: str
+    expected_sources: tuple[str, ...] = ()
+    expected_similarity: tuple[float, float] | None = None
+    expect: str = "answer"
+    history: tuple[Turn, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Memory:
+    """A memory stored before the query of a memory scenario."""
+
+    role: str
+    content: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryCase(Case):
+    """A memory-retrieval scenario (seed 004)."""
+
+    setup: tuple[Memory, ...]
+    query: str
+    expected: tuple[int, ...]
+    top_k: int = 5
+    filter_metadata: dict[str, Any] | None = None
+    min_score: float | None = None
+    threshold: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RagasCase(Case):
+    """A NormalizedSample record (seed 000)."""
+
+    question: str
+    ground_truth: str
+    contexts: tuple[str, ...] | None = None
+    answer: str | None = None
+    doc_type: str | None = None
+    question_type: str | None = None
+    difficulty: str | None = None
+    source_dataset: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def breakdown_fields(self) -> dict[str, Any]:
+        """Group by category, doc_type, question_type and difficulty."""
+        return {"category": self.category, "doc_type": self.doc_type,
+                "question_type": self.question_type, "difficulty": self.difficulty}
+
+
+CASE_CLASSES: dict[str, type[Case]] = {
+    "sql": SqlCase,
+    "hybrid": HybridCase,
+    "vector": VectorCase,
+    "memory": MemoryCase,
+    "ragas": RagasCase,
+}

@@ -1,0 +1,39 @@
+"""Raw records read from a case file, before they become typed cases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_ragbench.errors import CaseError
+
+
+@dataclass
+class RawRecord:
+    """One record of a case file with the lines it came from.
+
+    ``field_lines`` maps a top-level field name to the line it starts on, so
+    that an error in one field can point at that exact line.
+    """
+
+    data: dict[str, Any]
+    line: int
+    field_lines: dict[str, int] = field(default_factory=dict)
+    kind_hint: str | None = None
+
+    def line_of(self, name: str | None) -> int:
+        """Return the line of a field, or the record's own line."""
+        if name is None:
+            return self.line
+        return self.field_lines.get(name.split(".")[0].split("[")[0], self.line)
+
+
+@dataclass
+class FileRecords:
+    """What a loader found in one file: records, per-record errors and file defaults."""
+
+    path: Path
+    records: list[RawRecord] = field(default_factory=list)
+    errors: list[CaseError] = field(default_factory=list)
+    defaults: dict[str, Any] = field(default_factory=dict)

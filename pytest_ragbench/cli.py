@@ -1,0 +1,103 @@
+"""The ``ragbench`` console script (also ``python -m pytest_ragbench``).
+
+``ragbench verify sql|hybrid [paths]`` runs the ground-truth items through pytest itself,
+so the verdicts come from exactly the code (and conftest.py, ini keys, fixtures) that
+``pytest -k sql_ground_truth`` uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+VERIFY_KINDS = ("sql", "hybrid")
+
+
+class VerifyReporter:
+    """Keeps only one ground-truth kind, prints a line per case and the seed's summary."""
+
+    def __init__(self, item_kind: str) -> None:
+        self.item_kind = item_kind
+        self.results: dict[str, bool] = {}
+
+    def pytest_collection_modifyitems(self, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        """Deselect every item that is not of the verified kind."""
+        keep = [i for i in items if getattr(getattr(i, "item_kind", None), "name", None)
+                == self.item_kind or getattr(i, "kind_name", None) == self.item_kind]
+        dropped = [i for i in items if i not in keep]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Remember the verdict of each item (a failed setup counts as a failure)."""
+        if report.when == "call" or report.outcome != "passed":
+            previous = self.results.get(report.nodeid, True)
+            self.results[report.nodeid] = previous and report.outcome == "passed"
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """``N/M passed, X% success rate`` as in seed 002's verification scripts."""
+        terminalreporter.section(f"{self.item_kind} verification")
+        for nodeid, ok in sorted(self.results.items()):
+            terminalreporter.write_line(f"{'PASS' if ok else 'FAIL'}  {nodeid}")
+        terminalreporter.write_line(self.summary())
+
+    def summary(self) -> str:
+        """The summary line."""
+        total = len(self.results)
+        passed = sum(self.results.values())
+        rate = 100.0 * passed / total if total else 0.0
+        return f"{passed}/{total} passed, {rate:.1f}% success rate"
+
+
+def _verify(args: argparse.Namespace) -> int:
+    reporter = VerifyReporter(f"{args.kind}_ground_truth")
+    pytest_args = [*args.paths, "-p", "no:cacheprovider", "-q"]
+    if args.db_url:
+        pytest_args += ["--ragbench-db-url", args.db_url]
+    pytest_args += args.pytest_args
+    code = int(pytest.main(pytest_args, plugins=[reporter]))
+    if not reporter.results:
+        print(f"no {args.kind} cases found", file=sys.stderr)
+        return code or 5
+    return 0 if code == 0 and all(reporter.results.values()) else (code or 1)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``ragbench`` command."""
+    parser = argparse.ArgumentParser(prog="ragbench", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    verify = commands.add_parser(
+        "verify", help="verify SQL or hybrid ground truth against the database",
+        description="Run the expected SQL of every case read-only and compare it with "
+                    "ground_truth_data; prints 'N/M passed, X% success rate'.")
+    verify.add_argument("kind", choices=VERIFY_KINDS, help="which ground truth to verify")
+    verify.add_argument("paths", nargs="*",
+                        help="case files or folders (default: ini ragbench_cases / testpaths)")
+    verify.add_argument("--db-url", help="SQLAlchemy URL of the database (default: ini "
+                                         "ragbench_db_url)")
+    verify.add_argument("--pytest-args", nargs=argparse.REMAINDER, default=[],
+                        help="further arguments passed to pytest")
+    verify.set_defaults(func=_verify)
+    try:
+        from pytest_ragbench.datasets import cli as dataset_cli
+    except ImportError:
+        pass
+    else:
+        dataset_cli.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``ragbench`` command; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

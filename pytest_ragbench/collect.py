@@ -1,0 +1,147 @@
+"""Which files hold cases, and the ``pytest.File`` collectors that turn them into items."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_ragbench.errors import CaseError
+
+DATA_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
+PYTHON_CASES = "_test_cases.py"
+RAGCSV_SUFFIX = ".ragcsv.csv"
+BEIR_MARKERS = ("corpus.jsonl", "queries.jsonl")
+# Words a case file outside the case folders must contain to be read as one.
+_SNIFF_WORDS = ("question", "query", "expected_sql", "gold_sql", "ground_truth", "setup")
+
+
+@dataclass(frozen=True)
+class CaseLocations:
+    """Where case files are looked for in this session."""
+
+    roots: tuple[Path, ...]           # ini ragbench_cases and --ragbench-cases
+    explicit_files: tuple[Path, ...]  # files named on the command line
+    cli_dirs: tuple[Path, ...]        # folders named on the command line
+    ragcsv_files: tuple[Path, ...]    # ini ragbench_ragcsv
+
+    def is_case_file(self, path: Path) -> bool:
+        """True when ``path`` should be read as a case file."""
+        name = path.name
+        is_data = path.suffix in DATA_SUFFIXES
+        is_ragcsv = name.endswith(RAGCSV_SUFFIX) or path in self.ragcsv_files
+        if not (is_data or is_ragcsv or name.endswith(PYTHON_CASES)):
+            return False
+        if in_beir_folder(path):
+            return False  # a BEIR folder is collected as a whole
+        if path in self.explicit_files or path in self.ragcsv_files:
+            return True
+        if _under(path, self.roots):
+            return True
+        if _under(path, self.cli_dirs):
+            return not is_data or _looks_like_cases(path)
+        return False
+
+
+def _under(path: Path, folders: tuple[Path, ...]) -> bool:
+    return any(path == f or f in path.parents for f in folders)
+
+
+def is_beir_folder(path: Path) -> bool:
+    """A BEIR dataset folder: corpus.jsonl, queries.jsonl and a qrels/ folder."""
+    return all((path / m).is_file() for m in BEIR_MARKERS) and (path / "qrels").is_dir()
+
+
+def in_beir_folder(path: Path) -> bool:
+    """True for files inside a BEIR dataset folder (including its qrels/)."""
+    return is_beir_folder(path.parent) or is_beir_folder(path.parent.parent)
+
+
+def _looks_like_cases(path: Path) -> bool:
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            head = handle.read(65536)
+    except OSError:
+        return False
+    return any(word in head for word in _SNIFF_WORDS)
+
+
+def locations(config: pytest.Config, roots: tuple[Path, ...],
+              ragcsv_files: tuple[Path, ...]) -> CaseLocations:
+    """Resolve the case folders and the command-line paths of this session."""
+    base = config.invocation_params.dir
+    files, dirs = [], []
+    for arg in config.args:
+        path = (base / arg.split("::")[0]).resolve()
+        if path.is_file():
+            files.append(path)
+        elif path.is_dir():
+            dirs.append(path)
+    return CaseLocations(tuple(roots), tuple(files), tuple(dirs), tuple(ragcsv_files))
+
+
+def display_path(path: str | Path, config: pytest.Config) -> str:
+    """A path relative to where pytest was started, for messages."""
+    try:
+        return os.path.relpath(path, config.invocation_params.dir)
+    except ValueError:
+        return str(path)
+
+
+class CaseFile(pytest.File):
+    """A YAML/JSON/JSONL file or ``*_test_cases.py`` module of cases."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        """Yield one item per case and item kind, and one failing item per bad record."""
+        from pytest_ragbench.cases.build import build_cases
+        from pytest_ragbench.cases.loaders import read_case_file
+        from pytest_ragbench.cases.model import Case
+        from pytest_ragbench.items import CaseItem, InvalidCaseItem
+        from pytest_ragbench.kinds import item_kinds_for
+        from pytest_ragbench.plugin import get_config
+
+        shown = display_path(self.path, self.config)
+        try:
+            result = build_cases(read_case_file(self.path))
+        except CaseError as exc:
+            # The whole file is unreadable: one failing item, and the session goes on.
+            yield InvalidCaseItem.create(self, _relocate(exc, shown), None, self.path.name)
+            return
+        settings = get_config(self.config)
+        first_seen: dict[str, Case] = {}
+        entries: list[tuple[int, pytest.Item]] = []
+        for case in result.cases:
+            first = first_seen.setdefault(case.id, case)
+            if first is not case:
+                error = CaseError(f"duplicate id {case.id!r}: first defined on line "
+                                  f"{first.line}, again on line {case.line}",
+                                  file=shown, line=case.line, field="id")
+                kinds = item_kinds_for(case.kind, settings.evaluate)
+                if kinds:
+                    entries.append((case.line, InvalidCaseItem.create(
+                        self, error, kinds[0].name, f"{case.id}@{case.line}")))
+                continue
+            for item_kind in item_kinds_for(case.kind, settings.evaluate):
+                systems: tuple[str | None, ...] = settings.systems or (None,)
+                if item_kind.family == "verification":
+                    systems = (None,)
+                for system in systems:
+                    entries.append((case.line, CaseItem.create(self, case, item_kind, system)))
+        for entry in result.invalid:
+            kinds = item_kinds_for(entry.kind, settings.evaluate) if entry.kind else []
+            if entry.kind and not kinds:
+                continue  # an evaluation-only case, and evaluation is off
+            error = entry.error
+            entries.append((error.line or 0, InvalidCaseItem.create(
+                self, _relocate(error, shown), kinds[0].name if kinds else None,
+                entry.case_id)))
+        for _, item in sorted(entries, key=lambda entry: entry[0]):
+            yield item
+
+
+def _relocate(error: CaseError, shown: str) -> CaseError:
+    return CaseError(error.message, file=shown, line=error.line, field=error.field)
+

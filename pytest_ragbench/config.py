@@ -1,0 +1,241 @@
+"""Resolved settings of one session (flags, ini keys and ragbench.toml), without secrets."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ragbench import options
+from pytest_ragbench.errors import ConfigError
+
+PERTURBATION_KINDS = ("typos", "drop", "double", "case", "whitespace", "punctuation",
+                      "filler", "synonyms", "injection")
+
+
+@dataclass(frozen=True)
+class RagbenchConfig:
+    """Everything the plugin needs to know about this session.
+
+    API keys are deliberately absent: clients read them from the environment
+    (``RAGBENCH_LLM_API_KEY`` / ``RAGBENCH_JUDGE_API_KEY``) when they connect.
+    """
+
+    rootpath: Path
+    evaluate: bool = False
+    case_paths: tuple[Path, ...] = ()
+    db_url: str | None = None
+    dbs: dict[str, str] = field(default_factory=dict)
+    systems: tuple[str, ...] = ()
+    llm_url: str | None = None
+    llm_model: str | None = None
+    judge_url: str | None = None
+    judge_model: str | None = None
+    concurrency: int = 8
+    cache_dir: Path | None = None
+    report_dir: Path = Path(".ragbench")
+    save: str | None = None
+    compare: str | None = None
+    fail_on: str | None = None
+    gate: str = "mean"
+    breakdown: tuple[str, ...] = ("category", "doc_type", "question_type", "difficulty")
+    robustness: bool = False
+    perturb: tuple[str, ...] = PERTURBATION_KINDS
+    robustness_examples: int = 10
+    ragcsv_files: tuple[Path, ...] = ()
+    corpus_paths: tuple[Path, ...] = ()
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    gates: dict[str, float] = field(default_factory=dict)
+
+    def database_url(self, name: str | None = None) -> str | None:
+        """Return the URL of a named database, or the default one."""
+        if name:
+            if name not in self.dbs:
+                known = ", ".join(sorted(self.dbs)) or "none configured"
+                raise ConfigError(f"unknown database {name!r} (ragbench_dbs has: {known})")
+            return self.dbs[name]
+        return self.db_url
+
+    def public_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe view for reports (URLs with credentials are masked)."""
+        return {
+            "evaluate": self.evaluate,
+            "case_paths": [str(p) for p in self.case_paths],
+            "db_url": mask_url(self.db_url),
+            "dbs": {k: mask_url(v) for k, v in self.dbs.items()},
+            "systems": list(self.systems),
+            "llm_url": mask_url(self.llm_url),
+            "llm_model": self.llm_model,
+            "judge_url": mask_url(self.judge_url),
+            "judge_model": self.judge_model,
+            "concurrency": self.concurrency,
+            "cache_dir": str(self.cache_dir) if self.cache_dir else None,
+            "gate": self.gate,
+            "breakdown": list(self.breakdown),
+            "robustness": self.robustness,
+            "thresholds": self.thresholds,
+            "gates": self.gates,
+        }
+
+
+def mask_url(url: str | None) -> str | None:
+    """Hide a password embedded in a URL (``scheme://user:***@host``)."""
+    if not url or "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}"
+
+
+def _int(name: str, raw: Any, minimum: int = 1) -> int:
+    try:
+        number = int(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+    if number < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {number}")
+    return number
+
+
+def _csv(raw: Any) -> tuple[str, ...]:
+    if not raw:
+        return ()
+    if isinstance(raw, list | tuple):
+        raw = ",".join(str(x) for x in raw)
+    return tuple(part.strip() for part in str(raw).split(",") if part.strip())
+
+
+def resolve_sqlite_url(url: str | None, base: Path) -> str | None:
+    """Make a relative SQLite path absolute against ``base`` (the rootdir)."""
+    if not url:
+        return url
+    for prefix in ("sqlite:///", "sqlite+pysqlite:///"):
+        if url.startswith(prefix):
+            rest = url[len(prefix):]
+            if rest and not rest.startswith("/") and not rest.startswith(":memory:") \
+                    and not rest.startswith("file:"):
+                path_part, sep, query = rest.partition("?")
+                return f"{prefix}{(base / path_part).resolve()}{sep}{query}"
+    return url
+
+
+def _parse_dbs(lines: list[str], base: Path) -> dict[str, str]:
+    dbs: dict[str, str] = {}
+    for line in lines:
+        if not line.strip() or line.strip().startswith("#"):
+            continue
+        name, sep, url = line.partition("=")
+        if not sep or not name.strip() or not url.strip():
+            raise ConfigError(f"ragbench_dbs: expected 'name=url', got {line!r}")
+        dbs[name.strip()] = resolve_sqlite_url(url.strip(), base) or ""
+    return dbs
+
+
+def load_toml_settings(rootpath: Path, case_paths: tuple[Path, ...]) -> dict[str, Any]:
+    """Read ``[tool.ragbench]`` from pyproject.toml and ``ragbench.toml`` beside the cases.
+
+    Later files override earlier ones key by key within ``thresholds`` and ``gates``.
+    """
+    merged: dict[str, Any] = {"thresholds": {}, "gates": {}}
+    sources: list[tuple[Path, list[str]]] = [(rootpath / "pyproject.toml", ["tool", "ragbench"])]
+    sources += [(rootpath / "ragbench.toml", [])]
+    sources += [(p / "ragbench.toml", []) for p in case_paths if p.is_dir()]
+    seen: set[Path] = set()
+    for path, keys in sources:
+        if not path.is_file() or path.resolve() in seen:
+            continue
+        seen.add(path.resolve())
+        try:
+            data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        for key in keys:
+            data = data.get(key, {}) if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            continue
+        for section in ("thresholds", "gates"):
+            value = data.get(section, {})
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: [{section}] must be a table")
+            _merge(merged[section], value)
+    return merged
+
+
+def _merge(target: dict[str, Any], extra: dict[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        else:
+            target[key] = value
+
+
+def _path_option(config: pytest.Config, dest: str) -> Path:
+    """A path flag is relative to the invocation directory, its ini key to the rootdir."""
+    cli = config.getoption(dest)
+    if cli:
+        return (config.invocation_params.dir / str(cli)).resolve()
+    return (config.rootpath / str(config.getini(dest))).resolve()
+
+
+def build_config(config: pytest.Config) -> RagbenchConfig:
+    """Resolve flags, ini keys and TOML files into a :class:`RagbenchConfig`."""
+    rootpath = config.rootpath
+    invocation = config.invocation_params.dir
+    ini_paths = [Path(p) for p in config.getini("ragbench_cases")]
+    if not ini_paths:
+        ini_paths = [rootpath / "test_cases"]
+    extra = [(invocation / p).resolve() for p in (config.getoption("ragbench_cases") or [])]
+    case_paths = tuple(dict.fromkeys(p.resolve() for p in [*ini_paths, *extra]))
+
+    cli_db = config.getoption("ragbench_db_url")
+    db_url = (resolve_sqlite_url(cli_db, invocation) if cli_db
+              else resolve_sqlite_url(config.getini("ragbench_db_url") or None, rootpath))
+    no_cache = bool(options.value(config, "ragbench_no_cache"))
+    gate = str(options.value(config, "ragbench_gate") or "mean")
+    if gate not in ("mean", "ci-lower"):
+        raise ConfigError(f"--ragbench-gate must be 'mean' or 'ci-lower', got {gate!r}")
+    fail_on = options.value(config, "ragbench_fail_on") or None
+    if fail_on not in (None, "regression"):
+        raise ConfigError(f"--ragbench-fail-on must be 'regression', got {fail_on!r}")
+    perturb = _csv(options.value(config, "ragbench_perturb")) or PERTURBATION_KINDS
+    unknown = [p for p in perturb if p not in PERTURBATION_KINDS]
+    if unknown:
+        raise ConfigError(f"--ragbench-perturb: unknown kind(s) {', '.join(unknown)}; "
+                          f"choose from {', '.join(PERTURBATION_KINDS)}")
+    settings = load_toml_settings(rootpath, case_paths)
+    corpus = [p if p.is_absolute() else (rootpath / p)
+              for p in (Path(c) for c in config.getini("ragbench_corpus"))]
+    if not corpus:
+        corpus = [p / "corpus" for p in case_paths if (p / "corpus").is_dir()]
+    return RagbenchConfig(
+        rootpath=rootpath,
+        evaluate=bool(options.value(config, "ragbench")),
+        case_paths=case_paths,
+        db_url=db_url,
+        dbs=_parse_dbs(config.getini("ragbench_dbs"), rootpath),
+        systems=_csv(options.value(config, "ragbench_systems")),
+        llm_url=options.value(config, "ragbench_llm_url") or None,
+        llm_model=options.value(config, "ragbench_llm_model") or None,
+        judge_url=options.value(config, "ragbench_judge_url") or None,
+        judge_model=options.value(config, "ragbench_judge_model") or None,
+        concurrency=_int("--ragbench-concurrency", options.value(config, "ragbench_concurrency")),
+        cache_dir=None if no_cache else _path_option(config, "ragbench_cache"),
+        report_dir=_path_option(config, "ragbench_report"),
+        save=options.value(config, "ragbench_save") or None,
+        compare=options.value(config, "ragbench_compare") or None,
+        fail_on=fail_on,
+        gate=gate,
+        breakdown=_csv(options.value(config, "ragbench_breakdown")),
+        robustness=bool(options.value(config, "ragbench_robustness")),
+        perturb=perturb,
+        robustness_examples=_int("--ragbench-robustness-examples",
+                                 options.value(config, "ragbench_robustness_examples")),
+        ragcsv_files=tuple((rootpath / p).resolve() for p in config.getini("ragbench_ragcsv")),
+        corpus_paths=tuple(p.resolve() for p in corpus),
+        thresholds=settings["thresholds"],
+        gates=settings["gates"],
+    )

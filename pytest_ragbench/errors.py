@@ -1,0 +1,61 @@
+"""The plugin's own exceptions: bad input is reported with file, line and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class RagbenchError(Exception):
+    """Base class of every error the plugin raises on purpose."""
+
+
+class CaseError(RagbenchError):
+    """A case file, a record in it, or one field of a record is invalid.
+
+    ``str(error)`` names the place as ``file:line: field: message`` so that a
+    user can jump straight to it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.line = line
+        self.field = field
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        """Return ``file:line: field 'x': message`` with the known parts."""
+        where = self.file or ""
+        if self.line is not None:
+            where = f"{where}:{self.line}" if where else f"line {self.line}"
+        parts = [where] if where else []
+        if self.field:
+            parts.append(f"field '{self.field}'")
+        parts.append(self.message)
+        return ": ".join(parts)
+
+    def located(
+        self, *, file: str | Path | None = None, line: int | None = None
+    ) -> CaseError:
+        """Return a copy with the file and line filled in where they were unknown."""
+        return CaseError(
+            self.message,
+            file=self.file or (str(file) if file is not None else None),
+            line=self.line if self.line is not None else line,
+            field=self.field,
+        )
+
+
+class ConfigError(RagbenchError):
+    """An option, ini key or configuration file value is invalid."""
+
+
+class ModelCallError(RagbenchError):
+    """A model call (generator, judge, embedder) failed after its retries."""

@@ -1,0 +1,207 @@
+"""The pytest items: one per (case, item kind), with a record of the result.
+
+Items are real ``pytest.Function`` objects, so fixtures (and their overrides in a
+user's conftest.py), ``-k``/``-m``, ``--lf`` and IDE runners work with public API.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ragbench import thresholds as thresholds_mod
+from pytest_ragbench.cases.model import Case
+from pytest_ragbench.config import RagbenchConfig
+from pytest_ragbench.errors import CaseError, RagbenchError
+from pytest_ragbench.kinds import ItemKind
+from pytest_ragbench.records import ItemRecord, Outcome
+
+
+class CaseFailed(Exception):
+    """An item missed a threshold or a check; the message is the evidence."""
+
+
+class RagbenchWarning(UserWarning):
+    """A verification found something worth a look that is not a failure (seed 002 WARNING)."""
+
+
+@dataclass
+class RunContext:
+    """What a kind's runner gets besides the case: settings, fixtures, thresholds."""
+
+    config: RagbenchConfig
+    fixtures: dict[str, Any]
+    thresholds: dict[str, float]
+    system_name: str | None = None
+
+    def fixture(self, name: str) -> Any:
+        """Return a fixture value requested by the item kind."""
+        return self.fixtures[name]
+
+
+def _signature(names: tuple[str, ...]) -> Callable[..., None]:
+    """A callable whose parameters are ``names``, so pytest resolves those fixtures."""
+
+    def case_item(**_: Any) -> None:  # the item's runtest does the work
+        return None
+
+    case_item.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY) for n in names]
+    )
+    return case_item
+
+
+def marker_name(value: str) -> str:
+    """A category value as a marker name: ``NOISY`` -> ``noisy``."""
+    cleaned = "".join(ch if ch.isalnum() else "_" for ch in value.strip().lower())
+    return cleaned.strip("_") or "uncategorized"
+
+
+class CaseItem(pytest.Function):
+    """One case evaluated by one item kind (optionally for one of several systems)."""
+
+    def __init__(self, *, case: Case, item_kind: ItemKind, system: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.item_kind = item_kind
+        self.system_name = system
+        self.record: ItemRecord | None = None
+
+    @classmethod
+    def create(cls, parent: pytest.Collector, case: Case, item_kind: ItemKind,
+               system: str | None = None) -> CaseItem:
+        """Make the item ``<kind>[<system>-<id>]`` under ``parent``."""
+        label = f"{system}-{case.id}" if system else case.id
+        item = cls.from_parent(parent, name=f"{item_kind.name}[{label}]",
+                               callobj=_signature(item_kind.fixtures), case=case,
+                               item_kind=item_kind, system=system)
+        for name in ("ragbench", item_kind.name):
+            item.add_marker(name)
+        if case.category:
+            category = marker_name(case.category)
+            parent.config.addinivalue_line("markers", f"{category}: ragbench case category")
+            item.add_marker(category)
+        return item
+
+    # -- running ------------------------------------------------------------------------
+
+    def runtest(self) -> None:
+        """Evaluate the case, keep the record, fail with the evidence when it misses."""
+        from pytest_ragbench.plugin import get_config
+
+        config = get_config(self.config)
+        limits = thresholds_mod.resolve(self.item_kind.name, config.thresholds,
+                                        self.case.thresholds)
+        context = RunContext(config, {n: self.funcargs[n] for n in self.item_kind.fixtures},
+                             limits, self.system_name)
+        start = time.perf_counter()
+        try:
+            outcome: Outcome = self.item_kind.load_runner()(self.case, context)
+        except RagbenchError as exc:
+            self.record = self._record("error", time.perf_counter() - start, error=str(exc))
+            raise CaseFailed(self._evidence_text(str(exc), {})) from None
+        failures = outcome.errors + thresholds_mod.failures(outcome.metrics, limits)
+        status = "failed" if failures else ("warning" if outcome.warnings else "passed")
+        self.record = self._record(status, time.perf_counter() - start, outcome=outcome,
+                                   failures=failures, limits=limits)
+        if failures:
+            lines = [outcome.summary] if outcome.summary else []
+            raise CaseFailed(self._evidence_text("\n".join(lines + failures), outcome.evidence))
+        for message in outcome.warnings:
+            warnings.warn(RagbenchWarning(f"{self.item_kind.name}[{self.case.id}]: {message}"),
+                          stacklevel=1)
+
+    def _record(self, status: str, duration: float, *, outcome: Outcome | None = None,
+                failures: list[str] | None = None, limits: dict[str, float] | None = None,
+                error: str | None = None) -> ItemRecord:
+        outcome = outcome or Outcome()
+        return ItemRecord(
+            nodeid=self.nodeid, kind=self.item_kind.name, case_kind=self.case.kind,
+            case_id=self.case.id, file=self.location[0], line=self.case.line, status=status,
+            system=self.system_name, fields=self.case.breakdown_fields(),
+            tags=list(self.case.tags), metrics=dict(outcome.metrics),
+            unscored=dict(outcome.unscored), thresholds=dict(limits or {}),
+            failures=list(failures or []), warnings=list(outcome.warnings),
+            duration=duration, error=error, evidence=dict(outcome.evidence),
+            usage=dict(outcome.usage),
+        )
+
+    def record_for_report(self, status: str, message: str | None) -> ItemRecord:
+        """The record, or one made from the report when the item never ran (setup error)."""
+        return self.record or self._record(status, 0.0, error=message)
+
+    def _evidence_text(self, summary: str, evidence: dict[str, Any]) -> str:
+        lines = [summary]
+        for key, value in evidence.items():
+            text = str(value)
+            if "\n" in text:
+                lines.append(f"{key}:")
+                lines.extend(f"  {part}" for part in text.splitlines())
+            else:
+                lines.append(f"{key}: {text}")
+        return "\n".join(lines)
+
+    # -- reporting ----------------------------------------------------------------------
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> Any:
+        """Show the evidence for our own failures, a normal traceback for anything else."""
+        if isinstance(excinfo.value, CaseFailed | RagbenchError):
+            where = f"case: {self.location[0]}:{self.case.line}"
+            return f"{excinfo.value}\n{where}"
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        """Point IDEs at the case's own line."""
+        return self.path, self.case.line - 1, f"{self.item_kind.name}: {self.case.id}"
+
+
+class InvalidCaseItem(pytest.Item):
+    """A record that could not be read: fails with the file, line and field."""
+
+    def __init__(self, *, error: CaseError, item_kind: str | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+        self.kind_name = item_kind or "invalid_case"
+        self.record: ItemRecord | None = None
+
+    @classmethod
+    def create(cls, parent: pytest.Collector, error: CaseError,
+               item_kind: str | None, case_id: str | None) -> InvalidCaseItem:
+        """Name it ``<kind>[<id>]`` when known, else ``invalid_case[line-N]``."""
+        label = case_id or f"line-{error.line or 0}"
+        item = cls.from_parent(parent, name=f"{item_kind or 'invalid_case'}[{label}]",
+                               error=error, item_kind=item_kind)
+        item.add_marker("ragbench")
+        if item_kind:
+            item.add_marker(item_kind)
+        return item
+
+    def runtest(self) -> None:
+        """Always fails: the case itself is invalid."""
+        raise self.error
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> Any:
+        """The error line only, no plugin traceback."""
+        if isinstance(excinfo.value, CaseError):
+            return f"invalid case: {excinfo.value}"
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        """Point IDEs at the broken record."""
+        return self.path, (self.error.line or 1) - 1, f"invalid case: {self.error.message}"
+
+    def record_for_report(self, status: str, message: str | None) -> ItemRecord:
+        """A record marking the invalid case as an error."""
+        return ItemRecord(nodeid=self.nodeid, kind=self.kind_name, case_kind="",
+                          case_id=self.name, file=self.location[0],
+                          line=self.error.line or 0, status="error", error=str(self.error))

@@ -1,0 +1,96 @@
+"""Command-line flags and ini keys of the ``ragbench`` group (names from SPEC.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+
+@dataclass(frozen=True)
+class Option:
+    """One ``--ragbench-*`` flag with its ini key of the same name."""
+
+    flag: str
+    help: str
+    type: str = "string"  # ini type: string, bool, linelist, args
+    default: Any = None
+    action: str | None = None
+    ini: bool = True
+
+    @property
+    def dest(self) -> str:
+        """Return the ``config.option`` attribute / ini key name (``ragbench_db_url``)."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("--ragbench", "collect and run evaluation items (system under test answers cases)",
+           type="bool", default=False, action="store_true"),
+    Option("--ragbench-cases", "extra case paths (files or folders), besides ini ragbench_cases",
+           type="args", default=[], action="extend"),
+    Option("--ragbench-db-url", "SQLAlchemy URL of the database for sql/hybrid cases"),
+    Option("--ragbench-systems", "evaluate with several named systems and compare them (A,B,...)"),
+    Option("--ragbench-llm-url", "base URL of an OpenAI-compatible generator "
+           "(API key from env RAGBENCH_LLM_API_KEY)"),
+    Option("--ragbench-llm-model", "model name for the OpenAI-compatible generator"),
+    Option("--ragbench-judge-url", "base URL of an OpenAI-compatible judge "
+           "(API key from env RAGBENCH_JUDGE_API_KEY)"),
+    Option("--ragbench-judge-model", "model name for the OpenAI-compatible judge"),
+    Option("--ragbench-concurrency", "parallel model calls (default 8)", default="8"),
+    Option("--ragbench-cache", "embedding/LLM cache directory (default .ragbench_cache)",
+           default=".ragbench_cache"),
+    Option("--ragbench-no-cache", "do not read or write the embedding/LLM cache",
+           type="bool", default=False, action="store_true"),
+    Option("--ragbench-report", "directory for report files (default .ragbench)",
+           default=".ragbench"),
+    Option("--ragbench-save", "save this run as runs/NNNN_NAME.json in the report directory"),
+    Option("--ragbench-compare", "compare with a saved run (NAME or path) using paired tests"),
+    Option("--ragbench-fail-on", "fail the session on 'regression' against --ragbench-compare"),
+    Option("--ragbench-gate", "apply thresholds and gates to the 'mean' (default) or 'ci-lower'",
+           default="mean"),
+    Option("--ragbench-breakdown", "fields to break metrics down by "
+           "(default category,doc_type,question_type,difficulty)",
+           default="category,doc_type,question_type,difficulty"),
+    Option("--ragbench-robustness", "add perturbed variants of each case with metamorphic checks",
+           type="bool", default=False, action="store_true"),
+    Option("--ragbench-perturb", "perturbation kinds for robustness items "
+           "(e.g. typos,case,injection; default all)"),
+    Option("--ragbench-robustness-examples", "perturbed examples per case (default 10)",
+           default="10"),
+)
+
+# Ini-only keys (no flag).
+INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
+    ("ragbench_cases", "paths holding case files (default test_cases)", "paths", []),
+    ("ragbench_dbs", "named databases as 'name=url' lines", "linelist", []),
+    ("ragbench_ragcsv", "extra .csv files to read as RAGCSV", "linelist", []),
+    ("ragbench_corpus", "document folders/files indexed by the default retriever", "linelist", []),
+)
+
+
+def register(parser: pytest.Parser) -> None:
+    """Add every ragbench flag to the ``ragbench`` group and its ini key."""
+    group = parser.getgroup("ragbench", "RAG evaluation (pytest-ragbench)")
+    for opt in OPTIONS:
+        kwargs: dict[str, Any] = {"dest": opt.dest, "help": opt.help}
+        if opt.action == "store_true":
+            kwargs.update(action="store_true", default=None)
+        elif opt.action == "extend":
+            kwargs.update(action="extend", nargs="+", default=None, metavar="PATH")
+        else:
+            kwargs.update(action="store", default=None, metavar=opt.dest.upper().split("_", 1)[1])
+        group.addoption(opt.flag, **kwargs)
+        if opt.ini and opt.dest != "ragbench_cases":
+            parser.addini(opt.dest, opt.help, type=opt.type, default=opt.default)  # type: ignore[arg-type]
+    for name, help_text, ini_type, default in INI_ONLY:
+        parser.addini(name, help_text, type=ini_type, default=default)  # type: ignore[arg-type]
+
+
+def value(config: pytest.Config, dest: str) -> Any:
+    """Return a flag's value, falling back to its ini key, then the default."""
+    cli = config.getoption(dest, default=None)
+    if cli not in (None, [], ""):
+        return cli
+    return config.getini(dest)

@@ -1,0 +1,92 @@
+"""Per-item results, JSON-safe so that they travel on test reports to the xdist controller."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+# Outcomes an item can end with; "warning" passes but is counted, "lost" is an item
+# whose worker died before it reported.
+STATUSES = ("passed", "failed", "warning", "error", "skipped", "lost")
+REPORT_ATTRIBUTE = "ragbench"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a kind's runner returns for one case, before thresholds are applied."""
+
+    metrics: dict[str, float] = field(default_factory=dict)
+    unscored: dict[str, str] = field(default_factory=dict)
+    # Failures that no threshold can waive (a refused or broken query, a wrong decline).
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    evidence: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
+    # One line saying what went wrong, shown first when the item fails.
+    summary: str | None = None
+
+
+@dataclass(frozen=True)
+class ItemRecord:
+    """Everything the report needs about one item, and nothing that is not JSON."""
+
+    nodeid: str
+    kind: str
+    case_kind: str
+    case_id: str
+    file: str
+    line: int
+    status: str
+    system: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+    unscored: dict[str, str] = field(default_factory=dict)
+    thresholds: dict[str, float] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    duration: float = 0.0
+    error: str | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """True when the item passed (a warning still passes)."""
+        return self.status in ("passed", "warning")
+
+    @property
+    def category(self) -> str | None:
+        """The case's category, if any."""
+        value = self.fields.get("category")
+        return None if value is None else str(value)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe mapping (non-finite floats become unscored, never NaN)."""
+        data = asdict(self)
+        data["passed"] = self.passed
+        return dict(json_safe(data))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ItemRecord:
+        """Rebuild a record from :meth:`to_dict` output (unknown keys ignored)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def json_safe(value: Any) -> Any:
+    """Convert tuples, sets, paths and other objects to JSON types; NaN/inf become None."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [json_safe(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return json_safe(value.item())
+    if hasattr(value, "to_dict") and callable(value.to_dict):
+        return json_safe(value.to_dict())
+    return str(value)

@@ -1,0 +1,1 @@
+"""Controller-side aggregation of item records: terminal summary and report files."""

@@ -1,0 +1,1 @@
+"""Read-only SQL execution and result comparison for SQL ground truth."""

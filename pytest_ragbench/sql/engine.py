@@ -1,0 +1,97 @@
+"""Open databases read-only through SQLAlchemy and run one verified query.
+
+SQLite files are opened with ``mode=ro`` and a deny-writes authorizer; other
+engines run the query inside a transaction that is always rolled back (and marked
+READ ONLY where the dialect supports it). Imported only when a SQL case runs.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine, make_url
+
+from pytest_ragbench.cases.model import Table
+from pytest_ragbench.errors import RagbenchError
+from pytest_ragbench.sql.guard import check_read_only
+
+
+class DatabaseError(RagbenchError):
+    """The database cannot be opened, or the query failed in it."""
+
+
+_READ_ACTIONS = {
+    sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_PRAGMA, sqlite3.SQLITE_RECURSIVE,
+}
+
+
+def _authorizer(action: int, arg1: Any, arg2: Any, db: Any, source: Any) -> int:
+    if action == sqlite3.SQLITE_PRAGMA and arg2 is not None:  # PRAGMA name = value
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK if action in _READ_ACTIONS else sqlite3.SQLITE_DENY
+
+
+def sqlite_path(url: str) -> Path | None:
+    """Return the file of a file-backed SQLite URL, else None."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database:
+        return None
+    if parsed.database == ":memory:" or parsed.database.startswith("file:"):
+        return None
+    return Path(parsed.database)
+
+
+def open_read_only(url: str) -> Engine:
+    """Create an engine that cannot write (SQLite) or whose work is always rolled back."""
+    try:
+        parsed = make_url(url)
+    except sa.exc.ArgumentError as exc:
+        raise DatabaseError(f"invalid database URL {url!r}: {exc}") from None
+    path = sqlite_path(url)
+    if path is not None:
+        if not path.is_file():
+            raise DatabaseError(f"database file not found: {path}")
+        uri = f"file:{path.resolve().as_posix()}?mode=ro"
+        engine = sa.create_engine("sqlite+pysqlite://", creator=lambda: _sqlite_ro(uri),
+                                  poolclass=sa.pool.NullPool)
+    else:
+        try:
+            engine = sa.create_engine(parsed, pool_pre_ping=True)
+        except Exception as exc:  # missing driver, bad options
+            raise DatabaseError(f"cannot create engine for {parsed!r}: {exc}") from None
+    return engine
+
+
+def _sqlite_ro(uri: str) -> sqlite3.Connection:
+    connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    connection.execute("PRAGMA query_only = ON")
+    connection.set_authorizer(_authorizer)
+    return connection
+
+
+def run_query(engine: Engine, sql: str) -> Table:
+    """Run one read-only statement and return its result set; writes are refused first."""
+    check_read_only(sql)
+    try:
+        with engine.connect() as connection:
+            raw = connection.connection.driver_connection
+            if isinstance(raw, sqlite3.Connection):
+                raw.set_authorizer(_authorizer)
+            elif engine.dialect.name in ("postgresql", "mysql", "mariadb", "oracle"):
+                connection.exec_driver_sql("SET TRANSACTION READ ONLY")
+            try:
+                result = connection.exec_driver_sql(sql)
+                columns = tuple(result.keys())
+                rows = tuple(tuple(row) for row in result.fetchall())
+            finally:
+                connection.rollback()
+    except sa.exc.DBAPIError as exc:
+        message = str(getattr(exc, "orig", exc)) or type(exc).__name__
+        raise DatabaseError(message) from None
+    except sa.exc.SQLAlchemyError as exc:
+        raise DatabaseError(str(exc)) from None
+    return Table(columns, rows)

@@ -1,0 +1,38 @@
+"""Shared fixtures for the project's own tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ORACLES = REPO_ROOT.parent / "shared" / "oracles"
+
+
+def oracle_file(*parts: str) -> Path:
+    """Return a path under ../shared/oracles, skipping (or failing in CI) when absent.
+
+    The oracle folder sits beside the repository and is never copied into it.
+    With RAGBENCH_REQUIRE_ORACLES=1 a missing oracle fails the test instead of skipping.
+    """
+    path = ORACLES.joinpath(*parts)
+    if not path.exists():
+        message = f"oracle data not found: {path} (expected ../shared/oracles beside the repo)"
+        if os.environ.get("RAGBENCH_REQUIRE_ORACLES") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture
+def oracles() -> type:
+    """Access oracle files as ``oracles.file("trec_eval", "qrels.test")``."""
+
+    class _Oracles:
+        file = staticmethod(oracle_file)
+
+    return _Oracles

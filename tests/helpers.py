@@ -1,0 +1,44 @@
+"""Small helpers shared by the project's pytester tests."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+XDIST_MODES = ((), ("-n", "2"), ("-p", "no:xdist"))
+
+
+def failure_section(output: str, title: str) -> str:
+    """The text under one ``___ title ___`` header of pytest's FAILURES block."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines)
+                 if line.startswith("_") and f" {title} " in line)
+    end = next((i for i in range(start + 1, len(lines))
+                if lines[i].startswith(("___", "===="))), len(lines))
+    return "\n".join(lines[start + 1:end])
+
+
+def ragbench_section(output: str) -> list[str]:
+    """The lines of the ``ragbench`` terminal summary section."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if "= ragbench =" in line)
+    end = next((i for i in range(start + 1, len(lines))
+                if lines[i].startswith("=") or not lines[i].strip()
+                or (" in " in lines[i] and lines[i].rstrip().endswith("s"))), len(lines))
+    return lines[start + 1:end]
+
+
+def make_scores_db(path: Path) -> Path:
+    """A tiny SQLite database: teams(name, city) and scores(team, season, points, pct)."""
+    with sqlite3.connect(path) as connection:
+        connection.executescript("""
+            CREATE TABLE teams (name TEXT PRIMARY KEY, city TEXT);
+            CREATE TABLE scores (team TEXT, season INTEGER, points INTEGER, pct REAL, note TEXT);
+            INSERT INTO teams VALUES ('Lakers', 'Los Angeles'), ('Celtics', 'Boston'),
+                                     ('Heat', 'Miami');
+            INSERT INTO scores VALUES ('Lakers', 2023, 9500, 47.512, NULL),
+                                      ('Celtics', 2023, 9900, 48.25, ''),
+                                      ('Heat', 2023, 8900, 45.0, 'rebuild');
+        """)
+    connection.close()
+    return path
