@@ -115,9 +115,10 @@ class CaseItem(pytest.Function):
         if failures:
             lines = [outcome.summary] if outcome.summary else []
             raise CaseFailed(self._evidence_text("\n".join(lines + failures), outcome.evidence))
-        for message in outcome.warnings:
-            warnings.warn(RagbenchWarning(f"{self.item_kind.name}[{self.case.id}]: {message}"),
-                          stacklevel=1)
+        for message in outcome.warnings:  # reported at the case's own line
+            warnings.warn_explicit(
+                RagbenchWarning(f"{self.item_kind.name}[{self.case.id}]: {message}"),
+                RagbenchWarning, filename=str(self.path), lineno=self.case.line)
 
     def _record(self, status: str, duration: float, *, outcome: Outcome | None = None,
                 failures: list[str] | None = None, limits: dict[str, float] | None = None,

@@ -14,6 +14,7 @@ from pytest_ragbench.errors import ConfigError
 # every number carries a comment with what the embedded default system measured.
 DEFAULTS: dict[str, dict[str, float]] = {
     "sql_ground_truth": {"match": 1.0},
+    "hybrid_ground_truth": {"data_match": 1.0},
 }
 # Metrics where smaller is better (everything else: larger is better).
 LOWER_IS_BETTER = frozenset({"latency_s", "total_time_ms"})
