@@ -23,6 +23,7 @@ _SNIFF_WORDS = ("question", "query", "expected_sql", "gold_sql", "ground_truth",
 class CaseLocations:
     """Where case files are looked for in this session."""
 
+    # All paths resolved (symlinks followed), and compared resolved.
     roots: tuple[Path, ...]           # ini ragbench_cases and --ragbench-cases
     explicit_files: tuple[Path, ...]  # files named on the command line
     cli_dirs: tuple[Path, ...]        # folders named on the command line
@@ -37,6 +38,7 @@ class CaseLocations:
             return False
         if in_beir_folder(path):
             return False  # a BEIR folder is collected as a whole
+        path = path.resolve()  # command-line paths may reach it through a symlink
         if path in self.explicit_files or path in self.ragcsv_files:
             return True
         if _under(path, self.roots):
@@ -80,7 +82,8 @@ def locations(config: pytest.Config, roots: tuple[Path, ...],
             files.append(path)
         elif path.is_dir():
             dirs.append(path)
-    return CaseLocations(tuple(roots), tuple(files), tuple(dirs), tuple(ragcsv_files))
+    return CaseLocations(tuple(p.resolve() for p in roots), tuple(files), tuple(dirs),
+                         tuple(p.resolve() for p in ragcsv_files))
 
 
 def display_path(path: str | Path, config: pytest.Config) -> str:

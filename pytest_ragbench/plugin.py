@@ -93,6 +93,12 @@ def _locations(config: pytest.Config) -> Any:
     return config.stash[LOCATIONS_KEY]
 
 
+def _ragcsv_enabled(config: pytest.Config) -> bool:
+    from pytest_ragbench.kinds import AVAILABLE
+
+    return get_config(config).evaluate and "ragcsv" in AVAILABLE
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     """Return a case-file collector for files that hold cases."""
     suffix = file_path.suffix
@@ -100,6 +106,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         return None  # the common case: decided without importing anything
     if suffix == ".py" and not file_path.name.endswith("_test_cases.py"):
         return None
+    if suffix == ".csv" and not _ragcsv_enabled(parent.config):
+        return None  # RAGCSV rows are evaluation items only
     if not _locations(parent.config).is_case_file(file_path):
         return None
     from pytest_ragbench.collect import CaseFile

@@ -106,3 +106,11 @@ def test_a_cent_off_passes_at_one_decimal_place(pytester: pytest.Pytester,
                       one=json.dumps(_corrupt(case, "one", expected_rows=rows, float_places=1)))
     _run(pytester, spider_db, "two.jsonl", "-q").assert_outcomes(failed=1)
     _run(pytester, spider_db, "one.jsonl", "-q").assert_outcomes(passed=1)
+
+
+def test_case_file_reached_through_a_symlink(pytester: pytest.Pytester,
+                                             spider_db: Path) -> None:
+    link = pytester.path / "linked"
+    link.symlink_to(spider_db.parent, target_is_directory=True)
+    result = _run(pytester, spider_db, str(link / "cases.jsonl"), "-q")
+    result.assert_outcomes(passed=56)
