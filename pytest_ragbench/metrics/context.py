@@ -1,0 +1,133 @@
+"""Context and text-overlap metrics without a judge, computed by ragas 0.4.3.
+
+Thin wrappers: ragas does the scoring; this module maps empty inputs and NaN to
+:class:`Unscored` and imports ragas (slow: seconds) only when a metric is first used.
+The string-similarity metrics need ``rapidfuzz``; ROUGE needs ``rouge-score``;
+BLEU and chrF need ``sacrebleu``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from functools import cache
+from typing import Any, Literal
+
+from pytest_ragbench.metrics.registry import Score, Unscored
+
+# ragas's context precision divides by (hits + 1e-10): round that epsilon away.
+_DIGITS = 9
+
+
+def _score(value: Any, name: str) -> Score:
+    value = float(value)
+    if math.isnan(value):
+        return Unscored(f"ragas returned NaN for {name}")
+    return round(value, _DIGITS)
+
+
+@cache
+def _metric(name: str) -> Any:
+    """One ragas metric object per name (they hold no per-sample state)."""
+    if name == "non_llm_context_precision":
+        from ragas.metrics._context_precision import NonLLMContextPrecisionWithReference
+
+        return NonLLMContextPrecisionWithReference()
+    if name == "non_llm_context_recall":
+        from ragas.metrics._context_recall import NonLLMContextRecall
+
+        return NonLLMContextRecall()
+    if name == "id_context_precision":
+        from ragas.metrics._context_precision import IDBasedContextPrecision
+
+        return IDBasedContextPrecision()
+    if name == "id_context_recall":
+        from ragas.metrics._context_recall import IDBasedContextRecall
+
+        return IDBasedContextRecall()
+    raise KeyError(name)
+
+
+def _single_turn(name: str, **fields: Any) -> Score:
+    from ragas.dataset_schema import SingleTurnSample
+
+    return _score(_metric(name).single_turn_score(SingleTurnSample(**fields)), name)
+
+
+def non_llm_context_precision(retrieved: Sequence[str], reference: Sequence[str]) -> Score:
+    """Average precision of retrieved contexts that resemble a reference context (ragas)."""
+    if not reference:
+        return Unscored("no reference contexts")
+    if not retrieved:
+        return Unscored("no contexts retrieved")
+    return _single_turn("non_llm_context_precision", retrieved_contexts=list(retrieved),
+                        reference_contexts=list(reference))
+
+
+def non_llm_context_recall(retrieved: Sequence[str], reference: Sequence[str]) -> Score:
+    """Share of reference contexts resembled by some retrieved context (ragas)."""
+    if not reference:
+        return Unscored("no reference contexts")
+    if not retrieved:
+        return 0.0  # nothing retrieved recalls nothing (ragas would fail on max([]))
+    return _single_turn("non_llm_context_recall", retrieved_contexts=list(retrieved),
+                        reference_contexts=list(reference))
+
+
+def id_context_precision(retrieved: Sequence[Hashable], reference: Sequence[Hashable]) -> Score:
+    """Share of distinct retrieved ids that are reference ids (ragas IDBasedContextPrecision)."""
+    if not reference:
+        return Unscored("no reference context ids")
+    if not retrieved:
+        return Unscored("no contexts retrieved")
+    return _single_turn("id_context_precision", retrieved_context_ids=[str(i) for i in retrieved],
+                        reference_context_ids=[str(i) for i in reference])
+
+
+def id_context_recall(retrieved: Sequence[Hashable], reference: Sequence[Hashable]) -> Score:
+    """Share of distinct reference ids that were retrieved (ragas IDBasedContextRecall)."""
+    if not reference:
+        return Unscored("no reference context ids")
+    return _single_turn("id_context_recall", retrieved_context_ids=[str(i) for i in retrieved],
+                        reference_context_ids=[str(i) for i in reference])
+
+
+def _texts_ok(response: str, reference: str) -> Unscored | None:
+    if not reference.strip():
+        return Unscored("empty reference")
+    if not response.strip():
+        return Unscored("empty response")
+    return None
+
+
+def rouge(response: str, reference: str, rouge_type: Literal["rouge1", "rougeL"] = "rougeL",
+          mode: Literal["fmeasure", "precision", "recall"] = "fmeasure") -> Score:
+    """ROUGE of a response against a reference (ragas RougeScore, stemmed)."""
+    from ragas.metrics.collections import RougeScore
+
+    bad = _texts_ok(response, reference)
+    if bad:
+        return bad
+    result = RougeScore(rouge_type=rouge_type, mode=mode).score(reference=reference,
+                                                                response=response)
+    return _score(result.value, "rouge")
+
+
+def bleu(response: str, reference: str) -> Score:
+    """BLEU / 100 of a response against a reference (ragas BleuScore, sacrebleu)."""
+    from ragas.metrics.collections import BleuScore
+
+    bad = _texts_ok(response, reference)
+    if bad:
+        return bad
+    return _score(BleuScore().score(reference=reference, response=response).value, "bleu")
+
+
+def chrf(response: str, reference: str) -> Score:
+    """Return chrF / 100 of a response against a reference (ragas CHRFScore, sacrebleu)."""
+    from ragas.metrics.collections import CHRFScore
+
+    bad = _texts_ok(response, reference)
+    if bad:
+        return bad
+    return _score(CHRFScore().score(reference=reference, response=response).value, "chrf")
