@@ -1,0 +1,447 @@
+"""Statistics of a session: summaries, confidence intervals, paired tests, corrections, power.
+
+Built on scipy.stats; no pytest import. numpy and scipy are imported inside functions.
+Every function takes plain floats: an unscored value or NaN raises ``ValueError``
+instead of slipping into a mean. Degenerate input (one value, no variance, identical
+samples) gives defined numbers, never NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    import numpy as np
+
+CIMethod = Literal["bca", "percentile"]
+PairedTestName = Literal["randomization", "t", "wilcoxon", "mcnemar"]
+EFFECT_SIZES = (0.2, 0.3, 0.5)
+
+
+def _array(scores: Any, what: str = "scores") -> np.ndarray:
+    """Scores as a 1-D float array; Unscored objects, text or NaN raise a clear error."""
+    import numpy as np
+
+    try:
+        values = np.asarray(scores, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be plain numbers (drop unscored values first): "
+                         f"{exc}") from None
+    if values.ndim != 1:
+        raise ValueError(f"{what} must be a flat sequence of numbers, got shape {values.shape}")
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise ValueError(f"{what} contain {bad.size} NaN or infinite value(s), first at "
+                         f"position {int(bad[0])}; drop unscored values before statistics")
+    return values
+
+
+# ---------------------------------------------------------------- summaries and intervals
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Count, mean and sample standard deviation (ddof=1; 0.0 for one value)."""
+
+    n: int
+    mean: float
+    std: float
+
+
+def summarize(scores: Sequence[float]) -> Summary:
+    """Return n, mean and sample standard deviation of ``scores``."""
+    values = _array(scores)
+    if values.size == 0:
+        raise ValueError("no scores to summarise")
+    std = float(values.std(ddof=1)) if values.size > 1 else 0.0
+    return Summary(int(values.size), float(values.mean()), std)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval of a mean."""
+
+    mean: float
+    low: float
+    high: float
+    method: str
+    confidence: float
+    n: int
+
+    @property
+    def half_width(self) -> float:
+        """Half the interval's width."""
+        return (self.high - self.low) / 2
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {"mean": self.mean, "low": self.low, "high": self.high, "method": self.method,
+                "confidence": self.confidence, "n": self.n}
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
+
+
+def _point(values: np.ndarray, method: str, confidence: float) -> Interval | None:
+    """The interval of data without spread (one value, or all equal), else None."""
+    if values.size == 0:
+        raise ValueError("no scores: a confidence interval needs at least one value")
+    if values.size == 1 or float(values.max()) == float(values.min()):
+        mean = float(values[0])
+        return Interval(mean, mean, mean, method, confidence, int(values.size))
+    return None
+
+
+def bootstrap_ci(scores: Sequence[float], confidence: float = 0.95, method: CIMethod = "bca",
+                 n_resamples: int = 10_000, seed: int = 0) -> Interval:
+    """Bootstrap CI of the mean with ``scipy.stats.bootstrap`` (BCa or percentile, seeded).
+
+    If BCa is undefined for the data (scipy returns NaN), the percentile interval of the
+    same resamples is returned and ``method`` says so.
+    """
+    import numpy as np
+    from scipy import stats
+
+    _check_confidence(confidence)
+    if method not in ("bca", "percentile"):
+        raise ValueError(f"method must be 'bca' or 'percentile', got {method!r}")
+    values = _array(scores)
+    point = _point(values, method, confidence)
+    if point:
+        return point
+    result = stats.bootstrap((values,), np.mean, confidence_level=confidence, method=method,
+                             n_resamples=n_resamples, vectorized=True,
+                             rng=np.random.default_rng(seed))
+    low, high = result.confidence_interval
+    if not (math.isfinite(low) and math.isfinite(high)):
+        dist = result.bootstrap_distribution
+        alpha = (1 - confidence) / 2
+        low, high = np.quantile(dist, [alpha, 1 - alpha])
+        method = "percentile"
+    return Interval(float(values.mean()), float(low), float(high), method, confidence,
+                    int(values.size))
+
+
+def t_ci(scores: Sequence[float], confidence: float = 0.95) -> Interval:
+    """Student-t CI of the mean: mean ± t(n-1) · s / √n."""
+    from scipy import stats
+
+    _check_confidence(confidence)
+    values = _array(scores)
+    point = _point(values, "t", confidence)
+    if point:
+        return point
+    n = values.size
+    mean = float(values.mean())
+    margin = float(stats.t.ppf((1 + confidence) / 2, n - 1) * values.std(ddof=1) / math.sqrt(n))
+    return Interval(mean, mean - margin, mean + margin, "t", confidence, int(n))
+
+
+def batch_bootstrap_ci(cells: Sequence[Sequence[float]], confidence: float = 0.95,
+                       method: CIMethod = "bca", n_resamples: int = 10_000, seed: int = 0
+                       ) -> list[Interval]:
+    """Bootstrap CIs of the means of many cells at once (the session report's tables).
+
+    Same definition as :func:`bootstrap_ci` (scipy's BCa / percentile with linear
+    quantiles), computed in bulk: cells of equal length share one resampling, drawn as
+    index rows like scipy draws them and turned into a counts matrix, so every cell's
+    resampled means are one matrix product. Each interval is a valid bootstrap interval
+    of its own cell; intervals of cells sharing resamples have correlated Monte-Carlo
+    error. Cost grows with ``n_resamples`` × (sum of the distinct cell lengths).
+    """
+    import numpy as np
+
+    _check_confidence(confidence)
+    if method not in ("bca", "percentile"):
+        raise ValueError(f"method must be 'bca' or 'percentile', got {method!r}")
+    arrays = [_array(cell, f"cell {i}") for i, cell in enumerate(cells)]
+    results: list[Interval | None] = []
+    by_length: dict[int, list[int]] = {}
+    for i, values in enumerate(arrays):
+        if values.size == 0:
+            raise ValueError(f"cell {i} has no scores")
+        point = _point(values, method, confidence)
+        results.append(point)
+        if point is None:
+            by_length.setdefault(values.size, []).append(i)
+    rng = np.random.default_rng(seed)
+    with _single_threaded_blas():
+        for _length, members in sorted(by_length.items()):
+            matrix = np.column_stack([arrays[i] for i in members])  # n × cells
+            means = _resampled_means(matrix, n_resamples, rng)  # cells × resamples
+            for j, interval in enumerate(_intervals(matrix, means, confidence, method)):
+                results[members[j]] = interval
+    return [r for r in results if r is not None]
+
+
+def _single_threaded_blas() -> AbstractContextManager[object]:
+    """Limit BLAS to one thread: the many small products here slow down when threads contend."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # optional: without it BLAS keeps its own thread count
+        return nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def _resampled_means(matrix: np.ndarray, n_resamples: int, rng: np.random.Generator
+                     ) -> np.ndarray:
+    """Means of each column over ``n_resamples`` bootstrap resamples of the rows.
+
+    Returns a cells × resamples array.
+    """
+    import numpy as np
+
+    n = matrix.shape[0]
+    chunk = max(1, 2**18 // n)  # keep each counts block cache-sized (about 2 MB)
+    means = np.empty((matrix.shape[1], n_resamples))
+    offsets = None
+    for start in range(0, n_resamples, chunk):
+        rows = min(chunk, n_resamples - start)
+        index = rng.integers(0, n, (rows, n))  # the draws scipy.stats.bootstrap makes
+        if offsets is None or offsets.shape[0] != rows:
+            offsets = (np.arange(rows) * n)[:, None]
+        counts = np.bincount((index + offsets).ravel(), minlength=rows * n).reshape(rows, n)
+        means[:, start:start + rows] = (counts @ matrix).T
+    means /= n
+    return means
+
+
+def _intervals(matrix: np.ndarray, means: np.ndarray, confidence: float, method: str
+               ) -> list[Interval]:
+    """Return scipy's BCa (or percentile) interval for every column of ``matrix``.
+
+    ``means`` holds each column's resampled means as a cells × resamples array.
+    """
+    import numpy as np
+    from scipy.special import ndtr, ndtri
+
+    n, cells = matrix.shape
+    resamples = means.shape[1]
+    theta = matrix.mean(axis=0)
+    alpha = (1 - confidence) / 2
+    levels = np.tile([alpha, 1 - alpha], (cells, 1))  # cells × 2
+    used = [method] * cells
+    if method == "bca":
+        # z0 from the share of resampled means below the estimate (ties count half).
+        col = theta[:, None]
+        below = (means < col).sum(axis=1) + (means <= col).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z0 = ndtri(below / (2 * resamples))
+            # Jackknife acceleration; for the mean, U_i = x_i - mean.
+            u = matrix - theta
+            a = (u**3).sum(axis=0) / (6 * ((u**2).sum(axis=0)) ** 1.5)
+            z = np.array([ndtri(alpha), -ndtri(alpha)])
+            num = z0[:, None] + z[None, :]
+            bca = ndtr(z0[:, None] + num / (1 - a[:, None] * num))
+        ok = np.isfinite(bca).all(axis=1)
+        levels[ok] = bca[ok]
+        used = ["bca" if flag else "percentile" for flag in ok]
+    position = levels * (resamples - 1)  # linear interpolation, as scipy.stats.quantile
+    lower = np.floor(position).astype(int)
+    upper = np.minimum(lower + 1, resamples - 1)
+    frac = position - lower
+    bounds = np.empty((cells, 2))
+    for j in range(cells):  # four order statistics per cell: partition beats a full sort
+        ranks = np.concatenate([lower[j], upper[j]])
+        picked = np.partition(means[j], ranks)[ranks]
+        bounds[j] = picked[:2] * (1 - frac[j]) + picked[2:] * frac[j]
+    return [Interval(float(theta[j]), float(bounds[j, 0]), float(bounds[j, 1]), used[j],
+                     confidence, int(n)) for j in range(cells)]
+
+
+# ---------------------------------------------------------------- paired tests
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A paired comparison of A against B (differences are A − B).
+
+    ``effect_size`` is paired Cohen's d (mean difference / SD of differences).
+    ``diff_ci_*`` is the t interval for the t-test, else the BCa bootstrap interval.
+    """
+
+    test: str
+    n: int
+    statistic: float
+    p_value: float
+    effect_size: float
+    diff_mean: float
+    diff_ci_low: float
+    diff_ci_high: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict (infinite effect sizes become strings)."""
+        out: dict[str, Any] = dict(self.__dict__)
+        for key, value in out.items():
+            if isinstance(value, float) and math.isinf(value):
+                out[key] = "inf" if value > 0 else "-inf"
+        return out
+
+
+def cohens_d(diffs: Sequence[float]) -> float:
+    """Paired Cohen's d: mean / sample SD of the differences (±inf when they never vary)."""
+    values = _array(diffs, "differences")
+    if values.size == 0:
+        raise ValueError("no differences")
+    mean = float(values.mean())
+    sd = float(values.std(ddof=1)) if values.size > 1 else 0.0
+    if sd == 0.0:
+        return 0.0 if mean == 0.0 else math.copysign(math.inf, mean)
+    return mean / sd
+
+
+def paired_test(a: Sequence[float], b: Sequence[float], test: PairedTestName = "randomization",
+                confidence: float = 0.95, n_resamples: int = 10_000, seed: int = 0
+                ) -> PairedTest:
+    """Two-sided paired test of A vs B: randomization (default), t, wilcoxon or mcnemar.
+
+    - randomization: Fisher's sign-flip permutation test of the mean difference
+      (``scipy.stats.permutation_test``, exact when 2^n ≤ ``n_resamples``).
+    - t: ``scipy.stats.ttest_rel``. wilcoxon: ``scipy.stats.wilcoxon`` (zero differences
+      dropped). mcnemar: exact binomial test of discordant pass/fail pairs (values 0/1);
+      the statistic is the smaller discordant count.
+    """
+    import numpy as np
+
+    x, y = _array(a, "a"), _array(b, "b")
+    if x.size != y.size:
+        raise ValueError(f"paired samples differ in length: {x.size} vs {y.size}")
+    if test not in ("randomization", "t", "wilcoxon", "mcnemar"):
+        raise ValueError(f"unknown paired test {test!r}")
+    if test == "mcnemar" and not np.isin(np.concatenate([x, y]), (0.0, 1.0)).all():
+        raise ValueError("mcnemar needs pass/fail values (0 or 1)")
+    n = int(x.size)
+    diffs = x - y
+    if n == 0:
+        return PairedTest(test, 0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0)
+    diff_mean = float(diffs.mean())
+    effect = cohens_d(diffs)
+    if test == "t":
+        ci = t_ci(diffs, confidence)
+    else:
+        ci = bootstrap_ci(diffs, confidence, n_resamples=n_resamples, seed=seed)
+    statistic, p_value = _run_test(test, x, y, diffs, n_resamples, seed)
+    return PairedTest(test, n, statistic, p_value, effect, diff_mean, ci.low, ci.high)
+
+
+def _run_test(test: str, x: np.ndarray, y: np.ndarray, diffs: np.ndarray, n_resamples: int,
+              seed: int) -> tuple[float, float]:
+    """(statistic, two-sided p) with defined values for degenerate data."""
+    import numpy as np
+    from scipy import stats
+
+    n = diffs.size
+    if test == "mcnemar":
+        a_only = int(((x == 1) & (y == 0)).sum())
+        b_only = int(((x == 0) & (y == 1)).sum())
+        if a_only + b_only == 0:
+            return 0.0, 1.0
+        p = stats.binomtest(min(a_only, b_only), a_only + b_only, 0.5).pvalue
+        return float(min(a_only, b_only)), float(min(1.0, p))
+    if not diffs.any():  # identical samples: no evidence of a difference
+        return 0.0, 1.0
+    if test == "wilcoxon":
+        result = stats.wilcoxon(x, y, zero_method="wilcox")
+        return float(result.statistic), float(result.pvalue)
+    if test == "t":
+        if n < 2:
+            return 0.0, 1.0
+        if float(diffs.max()) == float(diffs.min()):  # constant non-zero difference
+            return math.copysign(math.inf, float(diffs[0])), 0.0
+        result = stats.ttest_rel(x, y)
+        return float(result.statistic), float(result.pvalue)
+
+    if n < 2:  # one pair: both signs are equally likely under the null
+        return float(diffs.mean()), 1.0
+
+    def mean_diff(u: np.ndarray, v: np.ndarray, axis: int) -> np.ndarray:
+        return np.mean(u - v, axis=axis)
+
+    result = stats.permutation_test((x, y), mean_diff, permutation_type="samples",
+                                    n_resamples=n_resamples, vectorized=True,
+                                    rng=np.random.default_rng(seed))
+    return float(result.statistic), float(min(1.0, result.pvalue))
+
+
+# ---------------------------------------------------------------- multiple comparisons
+
+
+def adjust_pvalues(p_values: Sequence[float], method: Literal["holm", "bonferroni"] = "holm"
+                   ) -> list[float]:
+    """Family-wise error correction: Holm's step-down (default) or Bonferroni."""
+    values = _array(p_values, "p-values")
+    if ((values < 0) | (values > 1)).any():
+        raise ValueError("p-values must lie in [0, 1]")
+    m = values.size
+    if method == "bonferroni":
+        return [min(1.0, float(p) * m) for p in values]
+    if method != "holm":
+        raise ValueError(f"unknown correction {method!r}; use 'holm' or 'bonferroni'")
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, index in enumerate(sorted(range(m), key=lambda i: values[i])):
+        running = max(running, min(1.0, (m - rank) * float(values[index])))
+        adjusted[index] = running
+    return adjusted
+
+
+# ---------------------------------------------------------------- power and sample size
+
+
+def paired_power(n: int, effect_size: float, alpha: float = 0.05,
+                 method: Literal["t", "normal"] = "t") -> float:
+    """Power of a two-sided paired t-test with n pairs to detect Cohen's d = ``effect_size``.
+
+    ``method="t"`` uses the noncentral t distribution; ``"normal"`` the seed's normal
+    approximation Φ(d√n − z₁₋α/₂). Fewer than two pairs have no power (0.0).
+    """
+    from scipy import stats
+
+    if n < 2:
+        return 0.0
+    shift = abs(effect_size) * math.sqrt(n)
+    if method == "normal":
+        z = stats.norm.ppf(1 - alpha / 2)
+        return float(stats.norm.cdf(shift - z) + stats.norm.cdf(-shift - z))
+    if method != "t":
+        raise ValueError(f"unknown power method {method!r}")
+    df = n - 1
+    crit = stats.t.ppf(1 - alpha / 2, df)
+    power = float(stats.nct.sf(crit, df, shift) + stats.nct.cdf(-crit, df, shift))
+    if math.isnan(power):  # scipy's noncentral t fails far in the tail, where power is ~1
+        return paired_power(n, effect_size, alpha, method="normal")
+    return min(1.0, power)
+
+
+def power_table(n: int, effect_sizes: Sequence[float] = EFFECT_SIZES, alpha: float = 0.05
+                ) -> dict[str, float]:
+    """Power at each effect size, keyed like the seed: ``{"d=0.2": 0.65, ...}``."""
+    return {f"d={d}": paired_power(n, d, alpha) for d in effect_sizes}
+
+
+def proportion_half_width(n: int, p: float = 0.5, confidence: float = 0.95) -> float:
+    """Half-width of the normal-approximation CI of a proportion: z·√(p(1−p)/n)."""
+    from scipy import stats
+
+    _check_confidence(confidence)
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    return float(stats.norm.ppf((1 + confidence) / 2) * math.sqrt(p * (1 - p) / n))
+
+
+def sample_size_for_half_width(half_width: float, p: float = 0.5, confidence: float = 0.95
+                               ) -> int:
+    """Smallest n whose proportion CI half-width is at most ``half_width``."""
+    from scipy import stats
+
+    _check_confidence(confidence)
+    if not 0 < half_width < 1:
+        raise ValueError("half_width must be between 0 and 1 (a proportion)")
+    z = float(stats.norm.ppf((1 + confidence) / 2))
+    return max(1, math.ceil(z * z * p * (1 - p) / (half_width * half_width) - 1e-9))
