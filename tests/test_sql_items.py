@@ -125,7 +125,8 @@ def test_writing_statements_are_refused_and_the_file_is_untouched(
               "ground_truth_data": []} for i, sql in enumerate(WRITES)]
     (project.path / "test_cases" / "writes.jsonl").write_text(
         "\n".join(json.dumps(c) for c in cases))
-    result = project.runpytest("-q", "test_cases/writes.jsonl")
+    # -rN: no short summary, so each refusal is printed once, in its failure section
+    result = project.runpytest("-q", "-rN", "test_cases/writes.jsonl")
     result.assert_outcomes(failed=len(WRITES))
     assert result.stdout.str().count("refused before execution") == len(WRITES)
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
