@@ -9,13 +9,17 @@ samples) gives defined numbers, never NaN.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 if TYPE_CHECKING:
     import numpy as np
+
+Scores: TypeAlias = "Sequence[float] | np.ndarray"
+"""Plain numbers: a list of floats or a 1-D numpy array (never unscored values or NaN)."""
 
 CIMethod = Literal["bca", "percentile"]
 PairedTestName = Literal["randomization", "t", "wilcoxon", "mcnemar"]
@@ -52,7 +56,7 @@ class Summary:
     std: float
 
 
-def summarize(scores: Sequence[float]) -> Summary:
+def summarize(scores: Scores) -> Summary:
     """Return n, mean and sample standard deviation of ``scores``."""
     values = _array(scores)
     if values.size == 0:
@@ -98,7 +102,7 @@ def _point(values: np.ndarray, method: str, confidence: float) -> Interval | Non
     return None
 
 
-def bootstrap_ci(scores: Sequence[float], confidence: float = 0.95, method: CIMethod = "bca",
+def bootstrap_ci(scores: Scores, confidence: float = 0.95, method: CIMethod = "bca",
                  n_resamples: int = 10_000, seed: int = 0) -> Interval:
     """Bootstrap CI of the mean with ``scipy.stats.bootstrap`` (BCa or percentile, seeded).
 
@@ -115,9 +119,12 @@ def bootstrap_ci(scores: Sequence[float], confidence: float = 0.95, method: CIMe
     point = _point(values, method, confidence)
     if point:
         return point
-    result = stats.bootstrap((values,), np.mean, confidence_level=confidence, method=method,
-                             n_resamples=n_resamples, vectorized=True,
-                             rng=np.random.default_rng(seed))
+    # A degenerate BCa (NaN) is handled below rather than warned about.
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        result = stats.bootstrap((values,), np.mean, confidence_level=confidence,
+                                 method=method, n_resamples=n_resamples, vectorized=True,
+                                 rng=np.random.default_rng(seed))
     low, high = result.confidence_interval
     if not (math.isfinite(low) and math.isfinite(high)):
         dist = result.bootstrap_distribution
@@ -128,7 +135,7 @@ def bootstrap_ci(scores: Sequence[float], confidence: float = 0.95, method: CIMe
                     int(values.size))
 
 
-def t_ci(scores: Sequence[float], confidence: float = 0.95) -> Interval:
+def t_ci(scores: Scores, confidence: float = 0.95) -> Interval:
     """Student-t CI of the mean: mean ± t(n-1) · s / √n."""
     from scipy import stats
 
@@ -143,7 +150,7 @@ def t_ci(scores: Sequence[float], confidence: float = 0.95) -> Interval:
     return Interval(mean, mean - margin, mean + margin, "t", confidence, int(n))
 
 
-def batch_bootstrap_ci(cells: Sequence[Sequence[float]], confidence: float = 0.95,
+def batch_bootstrap_ci(cells: Sequence[Scores], confidence: float = 0.95,
                        method: CIMethod = "bca", n_resamples: int = 10_000, seed: int = 0
                        ) -> list[Interval]:
     """Bootstrap CIs of the means of many cells at once (the session report's tables).
@@ -284,7 +291,7 @@ class PairedTest:
         return out
 
 
-def cohens_d(diffs: Sequence[float]) -> float:
+def cohens_d(diffs: Scores) -> float:
     """Paired Cohen's d: mean / sample SD of the differences (±inf when they never vary)."""
     values = _array(diffs, "differences")
     if values.size == 0:
@@ -296,7 +303,7 @@ def cohens_d(diffs: Sequence[float]) -> float:
     return mean / sd
 
 
-def paired_test(a: Sequence[float], b: Sequence[float], test: PairedTestName = "randomization",
+def paired_test(a: Scores, b: Scores, test: PairedTestName = "randomization",
                 confidence: float = 0.95, n_resamples: int = 10_000, seed: int = 0
                 ) -> PairedTest:
     """Two-sided paired test of A vs B: randomization (default), t, wilcoxon or mcnemar.
@@ -372,7 +379,7 @@ def _run_test(test: str, x: np.ndarray, y: np.ndarray, diffs: np.ndarray, n_resa
 # ---------------------------------------------------------------- multiple comparisons
 
 
-def adjust_pvalues(p_values: Sequence[float], method: Literal["holm", "bonferroni"] = "holm"
+def adjust_pvalues(p_values: Scores, method: Literal["holm", "bonferroni"] = "holm"
                    ) -> list[float]:
     """Family-wise error correction: Holm's step-down (default) or Bonferroni."""
     values = _array(p_values, "p-values")

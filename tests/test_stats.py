@@ -62,6 +62,15 @@ def test_degenerate_samples_give_point_intervals_not_nan() -> None:
     assert nearly.low <= nearly.mean <= nearly.high
 
 
+def test_undefined_bca_falls_back_to_the_percentile_interval() -> None:
+    """With 3 resamples that all exceed the estimate, z0 is infinite and BCa is NaN."""
+    data = [0.0, 0.0, 0.0, 0.0, 1.0]
+    single = stats.bootstrap_ci(data, n_resamples=3, seed=41)
+    batch = stats.batch_bootstrap_ci([data], n_resamples=3, seed=41)[0]
+    assert single.method == batch.method == "percentile"
+    assert (single.low, single.high) == (batch.low, batch.high) == (0.4, 0.4)
+
+
 @pytest.mark.parametrize(
     ("scores", "message"),
     [
@@ -103,7 +112,9 @@ def test_batch_matches_scipy_within_monte_carlo_error() -> None:
     """Cells of mixed sizes and shapes vs scipy run cell by cell with other seeds.
 
     With 10,000 resamples an endpoint's Monte-Carlo standard error is about 0.7% of
-    the interval width, so two independent runs differ by about 1%; 5% is 5 SE.
+    the interval width, so two independent runs differ by about 1%; 5% is 5 SE. Means of
+    discrete data live on a lattice (steps of gap / n), so an endpoint may also move by
+    a lattice step or two between runs.
     """
     rng = np.random.default_rng(1)
     cells = [rng.beta(0.5, 0.5, 120), rng.random(120), (rng.random(300) < 0.2) * 1.0,
@@ -113,9 +124,11 @@ def test_batch_matches_scipy_within_monte_carlo_error() -> None:
         ref = sps.bootstrap((cell,), np.mean, n_resamples=10_000,
                             rng=np.random.default_rng(100 + i)).confidence_interval
         width = ref.high - ref.low
+        step = np.diff(np.unique(cell)).min() / len(cell)
+        allowed = 0.05 * width + 2 * step
         assert interval.mean == pytest.approx(cell.mean(), abs=1e-12)
-        assert abs(interval.low - ref.low) < 0.05 * width, i
-        assert abs(interval.high - ref.high) < 0.05 * width, i
+        assert abs(interval.low - ref.low) < allowed, i
+        assert abs(interval.high - ref.high) < allowed, i
         assert interval.n == len(cell)
 
 

@@ -49,6 +49,12 @@ class IREvaluator:
         # trec_eval cannot hold a query without judgments, and pytrec_eval drops them too.
         self.qrels: dict[str, dict[str, int]] = {
             str(qid): _clean_grades(qid, rels) for qid, rels in qrels.items() if rels}
+        for qid, rels in self.qrels.items():
+            # pytrec_eval miscounts (num_ret = 0) and can hang or crash on a query whose
+            # grades are all negative. Such a query has no relevant document, so every
+            # measure is the same with its grades raised to 0.
+            if max(rels.values()) < 0:
+                self.qrels[qid] = dict.fromkeys(rels, 0)
         requests = {m.trec_request for m in self.measures.values() if m.trec_request}
         self._evaluator = pytrec_eval.RelevanceEvaluator(
             self.qrels, requests, relevance_level=relevance_level)
