@@ -255,6 +255,7 @@ SCHEMAS: dict[str, Schema] = {
         "setup": (_memories, True), "query": (_text, True), "expected": (_indices, True),
         "top_k": (_int(1), False), "filter_metadata": (_optional_mapping, False),
         "min_score": (_optional_number, False), "threshold": (_optional_number, False),
+        "recency_weight": (_optional_number, False),
     },
     "ragas": {
         "question": (_text, True), "ground_truth": (_text, True),
@@ -294,7 +295,7 @@ def _readable_kind(record: RawRecord, defaults: dict[str, Any]) -> str | None:
 
 def _readable_id(data: dict[str, Any]) -> str | None:
     raw = data.get("id")
-    return str(raw) if isinstance(raw, str | int) and ID_PATTERN.match(str(raw)) else None
+    return str(raw) if isinstance(raw, str | int) and ID_PATTERN.fullmatch(str(raw)) else None
 
 
 def build_case(record: RawRecord, path: Path, defaults: dict[str, Any] | None = None) -> Case:
@@ -416,7 +417,7 @@ def _case_id(data: dict[str, Any], values: dict[str, Any], record: RawRecord,
             raise CaseError(f"expected text, got {_type(raw)}", file=path,
                             line=record.line_of("id"), field="id")
         text = str(raw)
-        if not ID_PATTERN.match(text):
+        if not ID_PATTERN.fullmatch(text):
             raise CaseError("may contain only letters, digits and _ . : / @ + -",
                             file=path, line=record.line_of("id"), field="id")
         return text, False

@@ -107,7 +107,9 @@ class _YamlLines:
 
 def _read_jsonl(path: Path, text: str) -> FileRecords:
     result = FileRecords(path)
-    for number, raw_line in enumerate(text.splitlines(), start=1):
+    # JSON Lines ends lines at "\n" only; str.splitlines would also break inside strings
+    # holding raw U+2028 or U+0085.
+    for number, raw_line in enumerate(text.split("\n"), start=1):
         if not raw_line.strip():
             continue
         try:

@@ -1,0 +1,106 @@
+"""``ragbench dataset stats``: counts per stratum and what the sample size buys.
+
+The half-width is the normal-approximation (Wald) 95% interval of a proportion,
+``z·√(p(1−p)/n)`` with the worst case ``p = 0.5`` by default — seed 000's "±4% at 500,
+±3.5% at 800". ``pytest_ragbench.stats`` has the same two functions
+(``proportion_half_width``, ``sample_size_for_half_width``); these stdlib versions keep
+the CLI free of scipy and are checked against them in the tests.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any
+
+from pytest_ragbench.datasets.sample import NormalizedSample
+
+
+def proportion_half_width(n: int, p: float = 0.5, confidence: float = 0.95) -> float:
+    """Half-width of the Wald interval of a proportion at sample size ``n``."""
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    return _z(confidence) * math.sqrt(p * (1 - p) / n)
+
+
+def sample_size_for_half_width(half_width: float, p: float = 0.5,
+                               confidence: float = 0.95) -> int:
+    """Smallest ``n`` whose half-width is at most ``half_width``."""
+    if not 0 < half_width < 1:
+        raise ValueError("half_width must be between 0 and 1")
+    z = _z(confidence)
+    return max(1, math.ceil(z * z * p * (1 - p) / (half_width * half_width) - 1e-9))
+
+
+def _z(confidence: float) -> float:
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be between 0 and 1")
+    return NormalDist().inv_cdf((1 + confidence) / 2)
+
+
+@dataclass(frozen=True)
+class DatasetStats:
+    """Counts of a dataset and the interval widths they give."""
+
+    n: int
+    by_doc_type: dict[str, int]
+    by_stratum: dict[str, int]
+    by_difficulty: dict[str, int]
+    by_source: dict[str, int]
+    unanswerable: int
+    half_width: float | None
+    half_width_by_doc_type: dict[str, float]
+    target_half_width: float
+    n_for_target: int
+    confidence: float
+    p: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form (``--json``)."""
+        return dict(self.__dict__)
+
+
+def dataset_stats(samples: Sequence[NormalizedSample], target_half_width: float = 0.035,
+                  confidence: float = 0.95, p: float = 0.5) -> DatasetStats:
+    """Counts per doc_type, doc_type × question_type, difficulty and source."""
+    n = len(samples)
+    doc_types = Counter(s.doc_type for s in samples)
+    return DatasetStats(
+        n=n, by_doc_type=dict(sorted(doc_types.items())),
+        by_stratum=dict(sorted(Counter(f"{s.doc_type}/{s.question_type}"
+                                       for s in samples).items())),
+        by_difficulty=dict(sorted(Counter(s.difficulty for s in samples).items())),
+        by_source=dict(sorted(Counter(s.source_dataset for s in samples).items())),
+        unanswerable=sum(not s.answerable for s in samples),
+        half_width=proportion_half_width(n, p, confidence) if n else None,
+        half_width_by_doc_type={k: proportion_half_width(v, p, confidence)
+                                for k, v in sorted(doc_types.items())},
+        target_half_width=target_half_width,
+        n_for_target=sample_size_for_half_width(target_half_width, p, confidence),
+        confidence=confidence, p=p)
+
+
+def format_stats(stats: DatasetStats) -> str:
+    """The plain-text table printed by ``ragbench dataset stats``."""
+    level = f"{stats.confidence:.0%}"
+    lines = [f"samples: {stats.n}"]
+    if stats.n:
+        share = stats.unanswerable / stats.n
+        lines.append(f"unanswerable: {stats.unanswerable} ({share:.1%})")
+        lines.append(f"{level} CI half-width of a proportion (p={stats.p:g}) at n={stats.n}: "
+                     f"±{stats.half_width:.1%}")
+    lines.append(f"n needed for ±{stats.target_half_width:.1%}: {stats.n_for_target}")
+    lines.append("")
+    lines.append(f"{'doc_type':<24} {'n':>6} {'half-width':>11}")
+    for name, count in stats.by_doc_type.items():
+        lines.append(f"{name:<24} {count:>6} {stats.half_width_by_doc_type[name]:>10.1%}")
+    for title, counts in (("doc_type/question_type", stats.by_stratum),
+                          ("difficulty", stats.by_difficulty),
+                          ("source_dataset", stats.by_source)):
+        lines.append("")
+        lines.append(f"{title:<40} {'n':>6}")
+        lines.extend(f"{name:<40} {count:>6}" for name, count in counts.items())
+    return "\n".join(lines)

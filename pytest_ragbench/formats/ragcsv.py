@@ -1,0 +1,173 @@
+"""Read a RAGCSV file (seed 003): a headerless CSV with positional columns.
+
+| col | content |
+|---|---|
+| 0 | expected answer |
+| 1 | fragments: a Python literal list of ``{'page_content': ..., 'metadata': {'title': ...}}`` |
+| 2 | hallucination-detection note (kept, unused) |
+| 3 | timestamp (kept, unused) |
+| 4 | question |
+
+Column 1 is parsed with :func:`ast.literal_eval` (literals only, nothing is executed).
+A row whose column 1 is not a literal or has the wrong shape, or that lacks a column,
+becomes a :class:`CaseError` naming the file, the physical line where the row starts (a
+quoted cell may span lines) and the column; it is counted and skipped, the rest is read.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_ragbench.errors import CaseError
+
+COLUMNS = ("column 0 (expected answer)", "column 1 (fragments)", "column 2 (hallucination)",
+           "column 3 (timestamp)", "column 4 (question)")
+FIELD_SIZE_LIMIT = 1 << 30  # fragment lists are long; the csv default is 128 KiB
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """One document fragment of column 1."""
+
+    page_content: str
+    title: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RagcsvRow:
+    """One row. ``row`` counts the file's non-blank rows from 1 (bad rows included)."""
+
+    row: int
+    line: int
+    expected: str
+    fragments: tuple[Fragment, ...]
+    question: str
+    hallucination: str = ""
+    timestamp: str = ""
+
+
+@dataclass
+class RagcsvFile:
+    """The rows read from one file and one error per row that could not be read."""
+
+    path: Path
+    rows: list[RagcsvRow] = field(default_factory=list)
+    errors: list[CaseError] = field(default_factory=list)
+
+
+def read_ragcsv(path: str | Path) -> RagcsvFile:
+    """Read every row of a RAGCSV file; an unreadable file raises ``CaseError``."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CaseError(f"cannot read file: {exc.strerror}", file=path) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise CaseError(f"not UTF-8 ({exc.reason})", file=path, line=line) from None
+    result = RagcsvFile(path)
+    number = 0
+    for line, cells in _rows(text, path, result.errors):
+        if not any(cell.strip() for cell in cells):
+            continue
+        number += 1
+        try:
+            result.rows.append(parse_row(cells, number, line))
+        except CaseError as exc:
+            result.errors.append(exc.located(file=path, line=line))
+    return result
+
+
+def parse_row(cells: list[str], row: int, line: int) -> RagcsvRow:
+    """One row from its cells; ``CaseError`` names the column that is wrong."""
+    if len(cells) < len(COLUMNS):
+        raise CaseError(f"row has {len(cells)} columns, expected {len(COLUMNS)}",
+                        line=line, field=COLUMNS[len(cells)])
+    expected, raw_fragments, hallucination, timestamp, question = cells[:5]
+    if not expected.strip():
+        raise CaseError("empty", line=line, field=COLUMNS[0])
+    if not question.strip():
+        raise CaseError("empty", line=line, field=COLUMNS[4])
+    fragments = parse_fragments(raw_fragments, line)
+    return RagcsvRow(row, line, expected, fragments, question, hallucination, timestamp)
+
+
+def parse_fragments(text: str, line: int | None = None) -> tuple[Fragment, ...]:
+    """Column 1: a Python literal list of fragment dicts."""
+    where = COLUMNS[1]
+    if not text.strip():
+        raise CaseError("empty (expected a list of fragments)", line=line, field=where)
+    try:
+        value = ast.literal_eval(text.strip())
+    except SyntaxError as exc:
+        raise CaseError(f"not a Python literal (syntax error: {exc.msg})", line=line,
+                        field=where) from None
+    except (ValueError, TypeError, MemoryError, RecursionError):
+        raise CaseError("not a Python literal (only strings, numbers, lists, tuples, dicts, "
+                        "sets, booleans and None are allowed)", line=line, field=where) from None
+    if not isinstance(value, list | tuple):
+        raise CaseError(f"expected a list of fragments, got {type(value).__name__}",
+                        line=line, field=where)
+    return tuple(_fragment(item, index, line) for index, item in enumerate(value, start=1))
+
+
+def _fragment(item: Any, index: int, line: int | None) -> Fragment:
+    where = COLUMNS[1]
+    if not isinstance(item, dict):
+        raise CaseError(f"fragment {index} is a {type(item).__name__}, expected a dict with "
+                        "'page_content' and 'metadata'", line=line, field=where)
+    content = item.get("page_content")
+    if not isinstance(content, str):
+        raise CaseError(f"fragment {index}: 'page_content' must be a string",
+                        line=line, field=where)
+    metadata = item.get("metadata", {})
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise CaseError(f"fragment {index}: 'metadata' must be a dict", line=line, field=where)
+    title = metadata.get("title")
+    if title is not None and not isinstance(title, str):
+        raise CaseError(f"fragment {index}: metadata 'title' must be a string",
+                        line=line, field=where)
+    return Fragment(content, title, {str(k): v for k, v in metadata.items()})
+
+
+def _rows(text: str, path: Path, errors: list[CaseError]) -> Iterator[tuple[int, list[str]]]:
+    """CSV rows with the physical line each one starts on."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    with _field_size_limit(FIELD_SIZE_LIMIT):
+        consumed = 0
+        while True:
+            start = consumed + 1
+            try:
+                cells = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                errors.append(CaseError(f"invalid CSV: {exc}", file=path, line=start))
+                if reader.line_num == consumed:  # no progress: give up on the rest
+                    return
+                consumed = reader.line_num
+                continue
+            consumed = reader.line_num
+            yield start, cells
+
+
+@contextmanager
+def _field_size_limit(limit: int) -> Iterator[None]:
+    """Raise the csv module's (process-wide) field size limit while reading."""
+    previous = csv.field_size_limit(limit)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(previous)
