@@ -1,0 +1,7 @@
+"""The system under test: protocols, the embedded offline defaults and the model clients.
+
+Importing this package is cheap; each default lives in its own module and pulls in its
+heavy libraries (numpy, sentence-transformers, faiss, bm25s, httpx, llama-cpp) only
+when it is imported, which the fixtures in :mod:`pytest_ragbench.system.fixtures` do
+on first use.
+"""

@@ -1,0 +1,335 @@
+"""An asynchronous client for OpenAI-compatible chat servers, used as generator and judge.
+
+Imported only when ``--ragbench-llm-url`` or ``--ragbench-judge-url`` is given (imports
+httpx). Each call: cache lookup (model + messages + parameters), then up to
+``max_retries`` retries with exponential backoff and jitter on 429, 5xx, timeouts,
+dropped connections and malformed replies, honouring ``Retry-After``; at most
+``concurrency`` requests are in flight per client. Only successful replies are cached.
+The API key is read from the environment, sent in the Authorization header and
+nowhere else: not in repr, errors, logs or cache keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import json
+import os
+import random
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from pytest_ragbench.config import mask_url
+from pytest_ragbench.errors import ModelCallError
+from pytest_ragbench.system.aio import LoopThread
+from pytest_ragbench.system.cache import ResponseCache
+from pytest_ragbench.system.prompts import parse_json_reply, shorten
+from pytest_ragbench.system.protocols import Generation, Message, Usage
+
+RETRY_STATUS = frozenset({408, 409, 425, 429})
+JSON_INSTRUCTION = "Reply with one JSON object only, no prose, matching this JSON schema:\n"
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One logical call: its latency (the successful attempt), wall time and outcome."""
+
+    model: str
+    latency_s: float
+    wall_s: float
+    attempts: int
+    cached: bool
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+
+
+class RetriesExhausted(ModelCallError):
+    """A call failed on every attempt; ``attempts`` says how many were made."""
+
+    def __init__(self, message: str, attempts: int) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
+class _Retry(Exception):
+    """An attempt failed in a way worth retrying."""
+
+    def __init__(self, reason: str, delay: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.delay = reason, delay
+
+
+class _SchemaRejected(Exception):
+    """The server does not accept ``response_format``."""
+
+
+@dataclass
+class _LoopState:
+    client: httpx.AsyncClient
+    semaphore: asyncio.Semaphore
+
+
+class OpenAICompatibleClient:
+    """Chat completions against ``{base_url}/chat/completions`` (base_url usually ends in /v1)."""
+
+    def __init__(self, base_url: str, model: str, *, api_key_env: str = "RAGBENCH_LLM_API_KEY",
+                 concurrency: int = 8, timeout_s: float = 60.0, max_retries: int = 4,
+                 backoff_base_s: float = 0.5, backoff_max_s: float = 20.0,
+                 max_retry_after_s: float = 120.0, max_tokens: int = 512, seed: int = 0,
+                 cache: ResponseCache | None = None, loop: LoopThread | None = None,
+                 role: str = "generator") -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.base_url = base_url.rstrip("/")
+        self.model = self.model_id = model
+        self.api_key_env = api_key_env
+        self._api_key = os.environ.get(api_key_env) or None
+        self.concurrency, self.timeout_s, self.max_retries = concurrency, timeout_s, max_retries
+        self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
+        self.max_retry_after_s = max_retry_after_s
+        self.max_tokens, self.seed = max_tokens, seed
+        self.cache = cache
+        self.role = role
+        self._loop_thread = loop
+        self._own_loop = loop is None
+        self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+            weakref.WeakKeyDictionary())
+        self._structured: bool | None = None  # None: not tried yet
+        self.records: list[CallRecord] = []
+        self.http_requests = 0
+
+    def __repr__(self) -> str:
+        key = "set" if self._api_key else "unset"
+        return (f"OpenAICompatibleClient(base_url={mask_url(self.base_url)!r}, "
+                f"model={self.model!r}, api_key={key})")
+
+    def describe(self) -> str:
+        """Return one line naming the model and server (without credentials)."""
+        return f"{self.model} at {mask_url(self.base_url)}"
+
+    # -- public calls -------------------------------------------------------------------
+
+    def generate(self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None = None,
+                 **params: Any) -> Generation:
+        """Call the model and wait (runs on the client's background loop)."""
+        if self._loop_thread is None:
+            self._loop_thread = LoopThread(f"ragbench-{self.role}")
+        return self._loop_thread.run(self.agenerate(messages, schema=schema, **params))
+
+    async def agenerate(self, messages: Sequence[Message], *,
+                        schema: Mapping[str, Any] | None = None, temperature: float = 0.0,
+                        max_tokens: int | None = None, seed: int | None = None,
+                        **extra: Any) -> Generation:
+        """Call the model; ``schema`` asks for JSON, parsed into ``Generation.data``."""
+        chat = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+        params = {"temperature": temperature, "max_tokens": max_tokens or self.max_tokens,
+                  "seed": self.seed if seed is None else seed, **extra}
+        key = ResponseCache.key(self.model, chat, {**params, "schema": schema})
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                generation = Generation(text=hit["text"], model=self.model,
+                                        usage=Usage.from_dict(hit.get("usage")), latency_s=0.0,
+                                        cached=True, data=hit.get("data"), attempts=0)
+                self._record(generation, 0.0)
+                return generation
+        started = time.perf_counter()
+        try:
+            payload, latency, attempts = await self._complete(chat, params, schema)
+            text = _content(payload)
+            try:
+                data = parse_json_reply(text, schema) if schema is not None else None
+            except ModelCallError as exc:
+                raise ModelCallError(f"{self.role} call to model {self.model!r}: {exc}") from None
+        except ModelCallError as exc:
+            message = self._scrub(str(exc))
+            attempts = exc.attempts if isinstance(exc, RetriesExhausted) else 1
+            self.records.append(CallRecord(self.model, 0.0, time.perf_counter() - started,
+                                           attempts, False, error=message))
+            raise ModelCallError(message) from None
+        generation = Generation(text=text, model=self.model,
+                                usage=Usage.from_dict(payload.get("usage")), latency_s=latency,
+                                data=data, attempts=attempts)
+        if self.cache is not None:
+            self.cache.put(key, {"text": text, "usage": generation.usage.to_dict(), "data": data})
+        self._record(generation, time.perf_counter() - started)
+        return generation
+
+    def stats(self) -> dict[str, Any]:
+        """Return call counts, cache hits, errors, tokens and mean latency."""
+        records = list(self.records)
+        live = [r for r in records if not r.cached and r.error is None]
+        return {
+            "calls": len(records),
+            "http_requests": self.http_requests,
+            "cache_hits": sum(r.cached for r in records),
+            "errors": sum(r.error is not None for r in records),
+            "retries": sum(max(r.attempts - 1, 0) for r in records),
+            "prompt_tokens": sum(r.usage.prompt_tokens for r in records),
+            "completion_tokens": sum(r.usage.completion_tokens for r in records),
+            "mean_latency_s": sum(r.latency_s for r in live) / len(live) if live else None,
+        }
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections of the running loop."""
+        state = self._states.pop(asyncio.get_running_loop(), None)
+        if state is not None:
+            await state.client.aclose()
+
+    def close(self) -> None:
+        """Close every connection pool, and the background loop if the client owns it."""
+        for loop, state in list(self._states.items()):
+            if loop.is_running() and not loop.is_closed():
+                future = asyncio.run_coroutine_threadsafe(state.client.aclose(), loop)
+                with contextlib.suppress(Exception):  # a stuck pool is dropped anyway
+                    future.result(5)
+        self._states.clear()
+        if self._own_loop and self._loop_thread is not None:
+            self._loop_thread.close()
+            self._loop_thread = None
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        state = self._states.get(loop)
+        if state is None:
+            limits = httpx.Limits(max_connections=self.concurrency,
+                                  max_keepalive_connections=self.concurrency)
+            client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s), limits=limits)
+            state = _LoopState(client, asyncio.Semaphore(self.concurrency))
+            self._states[loop] = state
+        return state
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+    def _record(self, generation: Generation, wall: float) -> None:
+        self.records.append(CallRecord(self.model, generation.latency_s, wall,
+                                       generation.attempts, generation.cached, generation.usage))
+
+    async def _complete(self, chat: list[dict[str, str]], params: Mapping[str, Any],
+                        schema: Mapping[str, Any] | None) -> tuple[dict[str, Any], float, int]:
+        body: dict[str, Any] = {"model": self.model, "messages": chat, **params}
+        if schema is not None and self._structured is not False:
+            structured = {**body, "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": str(schema.get("title") or "reply"),
+                                "schema": dict(schema)}}}
+            try:
+                result = await self._post(structured, schema_requested=True)
+                self._structured = True
+                return result
+            except _SchemaRejected:
+                self._structured = False
+        if schema is not None:
+            instruction = {"role": "system",
+                           "content": JSON_INSTRUCTION + json.dumps(schema, sort_keys=True)}
+            body["messages"] = [*chat, instruction]
+        return await self._post(body, schema_requested=False)
+
+    async def _post(self, body: Mapping[str, Any],
+                    schema_requested: bool) -> tuple[dict[str, Any], float, int]:
+        url = f"{self.base_url}/chat/completions"
+        state = self._state()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                payload, latency = await self._attempt(state, url, body, schema_requested)
+                return payload, latency, attempt
+            except _Retry as retry:
+                if attempt > self.max_retries:
+                    raise RetriesExhausted(
+                        f"{self.role} call to model {self.model!r} at {mask_url(self.base_url)} "
+                        f"failed after {attempt} attempts: {retry.reason}", attempt) from None
+                delay = retry.delay
+                if delay is not None and delay > self.max_retry_after_s:
+                    raise ModelCallError(
+                        f"{self.role} call to model {self.model!r} at {mask_url(self.base_url)}: "
+                        f"{retry.reason}; the server asks to wait {delay:.0f} s, more than "
+                        f"{self.max_retry_after_s:.0f} s") from None
+                if delay is None:
+                    delay = self._backoff(attempt)
+                await asyncio.sleep(delay)
+
+    async def _attempt(self, state: _LoopState, url: str, body: Mapping[str, Any],
+                       schema_requested: bool) -> tuple[dict[str, Any], float]:
+        async with state.semaphore:
+            self.http_requests += 1
+            started = time.perf_counter()
+            try:
+                response = await asyncio.wait_for(
+                    state.client.post(url, json=body, headers=self._headers()), self.timeout_s)
+            except (TimeoutError, httpx.TimeoutException):
+                raise _Retry(f"no reply within {self.timeout_s:g} s") from None
+            except httpx.TransportError as exc:
+                raise _Retry(f"connection error ({type(exc).__name__}: {exc})") from None
+            latency = time.perf_counter() - started
+        status = response.status_code
+        if status == 200:
+            try:
+                payload = response.json()
+                _content(payload)
+            except (ValueError, ModelCallError) as exc:
+                raise _Retry(f"malformed reply ({shorten(str(exc))}): "
+                             f"{shorten(response.text)!r}") from None
+            return payload, latency
+        reason = f"HTTP {status}: {shorten(response.text)!r}"
+        if status in RETRY_STATUS or status >= 500:
+            raise _Retry(reason, _retry_after(response.headers))
+        if schema_requested and status in (400, 422) and any(
+                word in response.text for word in ("response_format", "json_schema", "schema")):
+            raise _SchemaRejected(reason)
+        raise ModelCallError(f"{self.role} call to model {self.model!r} at "
+                             f"{mask_url(self.base_url)} failed: {reason}")
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with equal jitter: half fixed, half random."""
+        ceiling = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+def _content(payload: Any) -> str:
+    """Return ``choices[0].message.content`` or raise ModelCallError naming what is wrong."""
+    try:
+        content = payload["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise ModelCallError("reply has no choices[0].message.content") from None
+    if not isinstance(content, str):
+        raise ModelCallError("choices[0].message.content is not a string")
+    return content
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    """Read ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(float(raw_ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(float(raw), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)

@@ -1,0 +1,149 @@
+"""Start the model work of many items ahead of the items, bounded by the concurrency limit.
+
+A :class:`Prefetcher` runs jobs keyed by item (node id) on a background event loop,
+at most ``concurrency`` at a time, in submission order; an item then takes its own
+result with :meth:`Prefetcher.result`. With N items whose calls take L seconds each,
+the whole batch takes about N·L/c instead of N·L. Asynchronous jobs run on the loop;
+plain functions run in a thread pool of ``concurrency`` threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import functools
+import inspect
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pytest_ragbench.system.aio import LoopThread
+from pytest_ragbench.system.protocols import Answer, AnswerRequest, System
+
+
+class Prefetcher:
+    """Jobs keyed by item, run ahead of time; results are taken by key."""
+
+    def __init__(self, concurrency: int = 8, loop: LoopThread | None = None) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.concurrency = concurrency
+        self._loop = loop or LoopThread("ragbench-prefetch")
+        self._own_loop = loop is None
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=concurrency, thread_name_prefix="ragbench-prefetch")
+        self._futures: dict[str, concurrent.futures.Future[Any]] = {}
+        self._semaphore: asyncio.Semaphore | None = None
+        self._lock = threading.Lock()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._futures
+
+    def __len__(self) -> int:
+        return len(self._futures)
+
+    def submit(self, key: str, job: Callable[[], Any]) -> None:
+        """Start ``job`` unless ``key`` exists.
+
+        ``job`` takes no arguments: a coroutine function (run on the loop), or a plain
+        function (run in a worker thread; if it returns an awaitable, that is awaited).
+        """
+        with self._lock:
+            if key not in self._futures:
+                self._futures[key] = self._loop.submit(self._run(job))
+
+    def submit_answers(self, system: System, requests: Mapping[str, AnswerRequest]) -> None:
+        """Prefetch ``system``'s answers, keyed like ``requests``.
+
+        If the system has ``prepare(questions)`` it is called once with every question
+        first (the default system embeds and retrieves them in one batch); each answer
+        uses ``aanswer`` when the system has it, else ``answer`` in a thread.
+        """
+        if not requests:
+            return
+        prepared: concurrent.futures.Future[Any] | None = None
+        prepare = getattr(system, "prepare", None)
+        if callable(prepare):
+            questions = [r.question for r in requests.values()]
+            prepared = self._executor.submit(prepare, questions)
+        for key, request in requests.items():
+            self.submit(key, functools.partial(self._answer, system, request, prepared))
+
+    def answer(self, key: str, system: System, request: AnswerRequest) -> Answer:
+        """Return the prefetched answer of ``key``, or ask ``system`` now if there is none."""
+        if key in self._futures:
+            answer: Answer = self.result(key)
+            return answer
+        return system.answer(request.question, list(request.history) or None)
+
+    def result(self, key: str, timeout: float | None = None) -> Any:
+        """Wait for the job of ``key`` and return its result (or raise its exception)."""
+        return self._futures[key].result(timeout)
+
+    async def aresult(self, key: str) -> Any:
+        """Await the job of ``key`` from any event loop (to chain a judge call, say)."""
+        return await asyncio.wrap_future(self._futures[key])
+
+    def done(self, key: str) -> bool:
+        """Return whether the job of ``key`` has finished."""
+        return self._futures[key].done()
+
+    def stats(self) -> dict[str, int]:
+        """Return how many jobs were submitted, finished, failed and are pending."""
+        futures = list(self._futures.values())
+        finished = [f for f in futures if f.done() and not f.cancelled()]
+        return {"submitted": len(futures), "finished": len(finished),
+                "failed": sum(f.exception() is not None for f in finished),
+                "pending": sum(not f.done() for f in futures)}
+
+    def close(self) -> None:
+        """Cancel the jobs not yet finished and stop the workers (e.g. after ``-x``)."""
+        for future in self._futures.values():
+            future.cancel()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._own_loop:
+            self._loop.close()
+
+    async def _run(self, job: Callable[[], Any]) -> Any:
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.concurrency)
+        async with self._semaphore:
+            if inspect.iscoroutinefunction(job) or inspect.iscoroutinefunction(
+                    getattr(job, "func", None)):
+                return await job()
+            loop = asyncio.get_running_loop()
+            result = await loop.run_in_executor(self._executor, job)
+            if inspect.isawaitable(result):  # e.g. ``lambda: client.agenerate(...)``
+                result = await result
+            return result
+
+    async def _answer(self, system: System, request: AnswerRequest,
+                      prepared: concurrent.futures.Future[Any] | None) -> Answer:
+        if prepared is not None:
+            # if batch retrieval failed, each answer retrieves on its own
+            with contextlib.suppress(Exception):
+                await asyncio.wrap_future(prepared)
+        history = list(request.history) or None
+        aanswer = getattr(system, "aanswer", None)
+        if aanswer is not None and inspect.iscoroutinefunction(aanswer):
+            answer: Answer = await aanswer(request.question, history)
+            return answer
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, system.answer, request.question,
+                                          history)
+
+
+def answer_many(system: System, questions: Sequence[str],
+                histories: Sequence[Sequence[Any] | None] | None = None,
+                concurrency: int = 8) -> list[Answer]:
+    """Answer many questions concurrently (batch retrieval first when the system can)."""
+    histories = histories or [None] * len(questions)
+    prefetcher = Prefetcher(concurrency)
+    try:
+        requests = {str(i): AnswerRequest(q, tuple(h or ()))
+                    for i, (q, h) in enumerate(zip(questions, histories, strict=True))}
+        prefetcher.submit_answers(system, requests)
+        return [prefetcher.result(key) for key in requests]
+    finally:
+        prefetcher.close()

@@ -1,0 +1,63 @@
+"""Prompt shapes and reply parsing shared by the generators and the default system.
+
+The RAG prompt follows seed 003: a system instruction, one user message per document
+(``Document: {title}`` and the text on the next line), the prior turns if any, then the question.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_ragbench.errors import ModelCallError
+from pytest_ragbench.system.protocols import Context, as_messages
+
+SYSTEM_INSTRUCTION = ("You are a helpful assistant. Answer the question based only on the "
+                      "provided documents.")
+MAX_DOCUMENT_CHARS = 2000
+
+
+def rag_messages(question: str, contexts: Sequence[Context], history: Sequence[Any] | None = None,
+                 *, instruction: str = SYSTEM_INSTRUCTION,
+                 max_document_chars: int = MAX_DOCUMENT_CHARS) -> list[dict[str, str]]:
+    """Build the chat for one question over its retrieved contexts."""
+    messages = [{"role": "system", "content": instruction}]
+    for context in contexts:
+        title = str(context.metadata.get("title") or context.metadata.get("source") or context.id)
+        messages.append({"role": "user",
+                         "content": f"Document: {title}\n{context.text[:max_document_chars]}"})
+    messages.extend(as_messages(history))
+    messages.append({"role": "user", "content": question})
+    return messages
+
+
+def parse_json_reply(text: str, schema: Mapping[str, Any]) -> Any:
+    """Parse a JSON reply, tolerating code fences and prose around one object.
+
+    Raises ModelCallError when no JSON is found or a ``required`` field is missing.
+    """
+    stripped = text.strip()
+    candidates = [stripped,
+                  stripped.removeprefix("```json").removeprefix("```").removesuffix("```").strip()]
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start:end + 1])
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        missing = [k for k in schema.get("required", ())
+                   if not isinstance(data, dict) or k not in data]
+        if missing:
+            raise ModelCallError(f"JSON reply lacks required field(s) {', '.join(missing)}: "
+                                 f"{shorten(text)!r}")
+        return data
+    raise ModelCallError(f"reply is not valid JSON for the requested schema: {shorten(text)!r}")
+
+
+def shorten(text: str, limit: int = 200) -> str:
+    """Collapse whitespace and cut to ``limit`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -1,0 +1,252 @@
+"""What a system under test looks like: protocols and the plain records they exchange.
+
+Any object with the right methods satisfies a protocol; nothing has to inherit from
+these classes. Optional methods (``aanswer``, ``prepare``, ``agenerate``) are used when
+present and emulated otherwise (see :mod:`pytest_ragbench.system.prefetch`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+Message = Mapping[str, str]
+"""One chat message, ``{"role": "user", "content": "..."}``."""
+
+
+@dataclass(frozen=True)
+class Document:
+    """A unit of text to index; ``metadata`` carries ``source``, ``title`` and any other field."""
+
+    id: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        """Return the document's title, or an empty string."""
+        return str(self.metadata.get("title") or "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {"id": self.id, "text": self.text, "metadata": _json_safe(self.metadata)}
+
+
+@dataclass(frozen=True)
+class Context:
+    """One retrieved passage with its score (higher is better)."""
+
+    id: str
+    text: str
+    score: float
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {"id": self.id, "text": self.text, "score": float(self.score),
+                "metadata": _json_safe(self.metadata)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Context:
+        """Rebuild a context from :meth:`to_dict` output."""
+        return cls(id=str(data["id"]), text=str(data["text"]), score=float(data["score"]),
+                   metadata=dict(data.get("metadata") or {}))
+
+
+@dataclass(frozen=True)
+class MemoryHit(Context):
+    """A memory returned by :meth:`MemoryStore.search_memories`.
+
+    ``score`` ranks the hits (similarity blended with recency); ``similarity`` is the
+    plain cosine similarity between the query and the memory.
+    """
+
+    role: str = ""
+    similarity: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {**super().to_dict(), "role": self.role, "similarity": float(self.similarity)}
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts of one or more model calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.prompt_tokens + other.prompt_tokens,
+                     self.completion_tokens + other.completion_tokens,
+                     self.total_tokens + other.total_tokens)
+
+    def to_dict(self) -> dict[str, int]:
+        """Return a JSON-safe dict."""
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "total_tokens": self.total_tokens}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Usage:
+        """Read an OpenAI-style ``usage`` object; missing counts are 0."""
+        data = data or {}
+        prompt = int(data.get("prompt_tokens") or 0)
+        completion = int(data.get("completion_tokens") or 0)
+        total = int(data.get("total_tokens") or prompt + completion)
+        return cls(prompt, completion, total)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """The reply of one generator or judge call.
+
+    ``data`` holds the parsed JSON when a schema was requested; ``cached`` tells that
+    no model was called; ``attempts`` counts HTTP attempts including retries.
+    """
+
+    text: str
+    model: str
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+    cached: bool = False
+    data: Any = None
+    attempts: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {"text": self.text, "model": self.model, "usage": self.usage.to_dict(),
+                "latency_s": self.latency_s, "cached": self.cached,
+                "data": _json_safe(self.data), "attempts": self.attempts}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a system returns for one question."""
+
+    text: str
+    contexts: tuple[Context, ...] = ()
+    sql: str | None = None
+    latency_s: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {"text": self.text, "contexts": [c.to_dict() for c in self.contexts],
+                "sql": self.sql, "latency_s": self.latency_s, "usage": self.usage.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Answer:
+        """Rebuild an answer from :meth:`to_dict` output."""
+        return cls(text=str(data["text"]),
+                   contexts=tuple(Context.from_dict(c) for c in data.get("contexts") or ()),
+                   sql=data.get("sql"), latency_s=float(data.get("latency_s") or 0.0),
+                   usage=Usage.from_dict(data.get("usage")))
+
+
+@dataclass(frozen=True)
+class AnswerRequest:
+    """A question an item will ask the system, with prior turns if any (for prefetching)."""
+
+    question: str
+    history: tuple[Any, ...] = ()
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors, one row per text."""
+
+    model_id: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Indexes a corpus and returns the best passages for a query."""
+
+    def index(self, documents: Sequence[Document]) -> None: ...
+
+    def retrieve(self, query: str, top_k: int = 5, filters: Mapping[str, Any] | None = None,
+                 min_score: float | None = None) -> list[Context]: ...
+
+    def retrieve_many(self, queries: Sequence[str], top_k: int = 5,
+                      filters: Mapping[str, Any] | None = None,
+                      min_score: float | None = None) -> list[list[Context]]: ...
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """Conversational memory (seed 004)."""
+
+    def add_interaction(self, role: str, content: str,
+                        metadata: Mapping[str, Any] | None = None) -> str: ...
+
+    def search_memories(self, query: str, top_k: int = 5,
+                        filter_metadata: Mapping[str, Any] | None = None,
+                        min_score: float | None = None,
+                        recency_weight: float = 0.0) -> list[MemoryHit]: ...
+
+    def clear(self) -> None: ...
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """A chat model: messages in, text and usage out. ``agenerate`` is optional."""
+
+    model_id: str
+
+    def generate(self, messages: Sequence[Message], **params: Any) -> Generation: ...
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """A chat model used to grade; ``schema`` asks for JSON output parsed into ``data``."""
+
+    model_id: str
+
+    def generate(self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None = None,
+                 **params: Any) -> Generation: ...
+
+
+@runtime_checkable
+class System(Protocol):
+    """The RAG application under test.
+
+    Optional extras used for speed when present: ``async aanswer(question, history)``,
+    ``prepare(questions)`` (batch work such as embedding all queries at once) and
+    ``describe() -> str`` (one line for the report).
+    """
+
+    def answer(self, question: str, history: Sequence[Any] | None = None) -> Answer: ...
+
+
+def as_messages(history: Sequence[Any] | None) -> list[dict[str, str]]:
+    """Normalise prior turns (mappings or objects with ``role``/``content``) to messages."""
+    messages = []
+    for turn in history or ():
+        if isinstance(turn, Mapping):
+            role, content = turn.get("role", "user"), turn.get("content", "")
+        else:
+            role, content = getattr(turn, "role", "user"), getattr(turn, "content", "")
+        messages.append({"role": str(role), "content": str(content)})
+    return messages
+
+
+def _json_safe(value: Any) -> Any:
+    """Convert mappings, sequences and numpy scalars into plain JSON types."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_json_safe(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        return _json_safe(value.item())
+    if hasattr(value, "isoformat"):  # date / datetime from YAML front matter
+        return value.isoformat()
+    return str(value)

