@@ -17,6 +17,7 @@ from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.records import REPORT_ATTRIBUTE
 
 CONFIG_KEY = pytest.StashKey[RagbenchConfig]()
+REPORT_MARKER = ".ragbench-report"  # a file the report writes into its dir
 LOCATIONS_KEY = pytest.StashKey[Any]()
 
 
@@ -97,6 +98,17 @@ def _ragcsv_enabled(config: pytest.Config) -> bool:
     from pytest_ragbench.kinds import AVAILABLE
 
     return get_config(config).evaluate and "ragcsv" in AVAILABLE
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Never collect a report dir: its items.jsonl and saved runs look like case files."""
+    if (collection_path / REPORT_MARKER).is_file():  # any report dir written before
+        return True
+    if CONFIG_KEY in config.stash:
+        report_dir = config.stash[CONFIG_KEY].report_dir
+        if collection_path == report_dir or report_dir in collection_path.parents:
+            return True
+    return None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

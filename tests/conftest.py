@@ -5,7 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import matplotlib.backends.backend_agg
+import matplotlib.figure  # noqa: F401
+import numpy  # noqa: F401
 import pytest
+import scipy.stats  # noqa: F401
+
+# In-process pytester runs forget the modules first imported inside them, and numpy's C
+# extension cannot be loaded twice in one process: the session report's libraries
+# (numpy, scipy, matplotlib) are loaded here once, before any pytester run.
 
 pytest_plugins = ["pytester"]
 

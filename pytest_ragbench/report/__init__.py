@@ -1,1 +1,14 @@
-"""Controller-side aggregation of item records: terminal summary and report files."""
+"""Controller-side aggregation of item records: terminal summary, report files, baselines.
+
+- :mod:`.session` — the controller's plugin object: gathers records, runs the rest.
+- :mod:`.components` — ``set_component``: fixtures name the embedder/generator/judge.
+- :mod:`.aggregate` — metric cells, confidence intervals, breakdowns, usage, RAGCSV blocks.
+- :mod:`.compare` — paired comparisons (systems, baseline), Holm correction, power.
+- :mod:`.gates` — aggregate gates and regression verdicts.
+- :mod:`.document` — the ``results.json`` document built from the above.
+- :mod:`.runs`, :mod:`.files`, :mod:`.locking` — saved runs and the files of the report dir.
+- :mod:`.terminal`, :mod:`.html` — the ``ragbench`` section and ``report.html``.
+
+Only :mod:`.session` and :mod:`.components` are imported at pytest start-up; the rest
+(numpy, scipy, matplotlib) is imported at session end, and only when there are records.
+"""

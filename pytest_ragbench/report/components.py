@@ -1,0 +1,38 @@
+"""Which embedder, generator and judge a session used, as the report names them.
+
+Fixtures call :func:`set_component` (``set_component(request.config, "generator",
+llm.describe())``). On the controller the description is kept in ``config.stash``; on an
+xdist worker it also goes to ``config.workeroutput``, which reaches the controller's
+``pytest_testnodedown``. Cheap to import.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+COMPONENTS_KEY = pytest.StashKey[dict[str, str]]()
+WORKEROUTPUT_KEY = "ragbench_components"
+ROLES = ("embedder", "retriever", "generator", "judge", "system")
+
+
+def set_component(config: pytest.Config, role: str, description: str) -> None:
+    """Record the one-line description of the component playing ``role`` in this session."""
+    text = " ".join(str(description).split())
+    config.stash.setdefault(COMPONENTS_KEY, {})[str(role)] = text
+    workeroutput: Any = getattr(config, "workeroutput", None)
+    if isinstance(workeroutput, dict):
+        workeroutput.setdefault(WORKEROUTPUT_KEY, {})[str(role)] = text
+
+
+def components(config: pytest.Config) -> dict[str, str]:
+    """The components recorded in this process, ``{role: description}``."""
+    found = config.stash.get(COMPONENTS_KEY, None)
+    return dict(found or {})
+
+
+def ordered(found: dict[str, str]) -> dict[str, str]:
+    """Known roles first, in :data:`ROLES` order, then the rest by name."""
+    keys = [r for r in ROLES if r in found] + sorted(k for k in found if k not in ROLES)
+    return {k: found[k] for k in keys}

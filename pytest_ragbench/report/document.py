@@ -1,0 +1,85 @@
+"""The session's results document (``results.json``, and a saved run), built from records alone.
+
+Keys: ``schema_version``, ``run``, ``config``, ``metrics``, ``breakdowns``, ``comparisons``,
+``items`` (SPEC.md), plus ``counts``, ``components``, ``power_analysis``, ``usage``,
+``timing``, ``ragcsv``, ``beir``, ``baseline``, ``gates``, ``regressions`` and ``failures``
+(the lines that fail the session).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_ragbench.config import RagbenchConfig
+from pytest_ragbench.records import ItemRecord, json_safe
+from pytest_ragbench.report import aggregate, beir, compare, gates
+from pytest_ragbench.report.runs import Baseline
+
+SCHEMA_VERSION = 1
+
+
+def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str, Any],
+          components: dict[str, str], baseline: Baseline | None = None,
+          gate_list: Sequence[gates.Gate] = ()) -> dict[str, Any]:
+    """Aggregate the records into the results document.
+
+    Records are taken in node-id order, so the numbers do not depend on the order in
+    which the items ran.
+    """
+    records = sorted(records, key=lambda r: r.nodeid)
+    systems = aggregate.systems_in(records, settings.systems)
+    cells = aggregate.plan_cells(records, systems, settings.breakdown)
+    checks = [(gate, cell) for gate in gate_list for cell in gates.gate_cells(gate, systems)]
+    for _, cell in checks:
+        cells.setdefault(cell, aggregate.select(records, cell))
+    stats = aggregate.compute_cells(cells)
+    if settings.gate == "ci-lower":
+        wanted = systems if len(systems) > 1 else [None]
+        metric_cells = [(c, e) for c, e in stats.items() if not c.where and c.system in wanted]
+        checks += gates.threshold_checks(metric_cells)
+    comparisons = compare.system_comparisons(records, systems) if len(systems) > 1 else []
+    baseline_part: dict[str, Any] | None = None
+    found_regressions: list[dict[str, Any]] = []
+    if baseline is not None:
+        against, counts = compare.baseline_comparisons(records, baseline.records)
+        comparisons += against
+        found_regressions = gates.regressions(against)
+        baseline_part = {"label": baseline.label, "path": str(baseline.path),
+                         "run_id": baseline.run.get("id"), "time": baseline.run.get("time"),
+                         **counts}
+    beir_runs = beir.collect(records)
+    verdicts = [gates.check(g, c, stats[c], settings.gate) for g, c in checks]
+    failures = [gates.gate_line(v) for v in verdicts if v["passed"] is False]
+    if settings.fail_on == "regression" and baseline is not None:
+        failures += [gates.regression_line(c, baseline.label) for c in found_regressions]
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "run": run,
+        "config": settings.public_dict(),
+        "components": components,
+        "counts": aggregate.counts_section(records),
+        "metrics": aggregate.metrics_section(stats, systems),
+        "breakdowns": aggregate.breakdowns_section(stats, systems),
+        "comparisons": compare.nest(comparisons),
+        "power_analysis": compare.power_section(records),
+        "usage": aggregate.usage_section(records, systems),
+        "timing": aggregate.timing_section(records),
+        "ragcsv": aggregate.ragcsv_section(records, systems),
+        "beir": beir.section(beir_runs),
+        "baseline": baseline_part,
+        "gates": verdicts,
+        "regressions": found_regressions,
+        "failures": failures,
+        "systems": systems,
+        "items": [_item(r) for r in records],
+    }
+    return dict(json_safe(document))
+
+
+def _item(record: ItemRecord) -> dict[str, Any]:
+    """A record for ``results.json``: BEIR rankings stay in the TREC file and items.jsonl."""
+    data = record.to_dict()
+    if "ranking" in data.get("evidence", {}):
+        data["evidence"] = {k: v for k, v in data["evidence"].items() if k != "ranking"}
+    return data

@@ -1,0 +1,150 @@
+"""The files of the report dir: results.json, items.jsonl, leaderboard.csv, BEIR runs.
+
+JSON files are written to a temporary name and renamed, so a reader never sees half a
+file; ``leaderboard.csv`` is appended under an exclusive lock, so concurrent sessions
+never interleave or lose rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import platform
+import subprocess
+import time
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pytest_ragbench.config import RagbenchConfig
+from pytest_ragbench.records import ItemRecord
+from pytest_ragbench.report.locking import locked
+
+LIBRARIES = ("pytest-ragbench", "pytest", "pytest-xdist", "numpy", "scipy", "matplotlib",
+             "SQLAlchemy", "pytrec-eval-terrier", "sentence-transformers", "faiss-cpu",
+             "bm25s", "torch", "ragas", "beir", "llama-cpp-python", "openai", "httpx")
+LEADERBOARD_COLUMNS = ("time", "run_id", "git_commit", "system", "kind", "dataset", "metric",
+                       "n", "mean", "ci_low", "ci_high")
+
+
+def run_info(rootpath: Path) -> dict[str, Any]:
+    """Run id, UTC time, git commit, machine, plugin and library versions."""
+    from importlib import metadata
+
+    versions = {}
+    for name in LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+    return {
+        "id": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + "-" + uuid.uuid4().hex[:8],
+        "time": stamp,
+        "git_commit": git_commit(rootpath),
+        "machine": {"node": platform.node(), "system": platform.system(),
+                    "release": platform.release(), "machine": platform.machine(),
+                    "python": platform.python_version(), "cpu_count": os.cpu_count()},
+        "plugin_version": versions.get("pytest-ragbench"),
+        "versions": versions,
+    }
+
+
+def git_commit(rootpath: Path) -> str | None:
+    """The commit checked out at ``rootpath`` (None outside a git work tree)."""
+    try:
+        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=rootpath, capture_output=True,
+                                text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = result.stdout.strip()
+    return commit if result.returncode == 0 and len(commit) >= 7 else None
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """Write JSON atomically (temporary file, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+    return path
+
+
+def write_items(path: Path, records: Iterable[ItemRecord]) -> Path:
+    """One JSON record per line, in node-id order."""
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "w", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record.to_dict(), allow_nan=False) + "\n")
+    os.replace(temporary, path)
+    return path
+
+
+def leaderboard_rows(document: dict[str, Any]) -> list[list[str]]:
+    """Long-format rows: one per (system, kind, metric), plus BEIR dataset-level metrics."""
+    run = document["run"]
+    head = [run["time"], run["id"], run.get("git_commit") or ""]
+    rows = []
+    for kind, metrics in document["metrics"].items():
+        for metric, entry in metrics.items():
+            per_system = entry.get("systems") or {"": entry}
+            for system, cell in per_system.items():
+                if cell.get("n"):
+                    rows.append([*head, system, kind, "", metric, str(cell["n"]),
+                                 _cell(cell["mean"]), _cell(cell["ci_low"]),
+                                 _cell(cell["ci_high"])])
+    for dataset, systems in document.get("beir", {}).items():
+        for system, result in systems.items():
+            for metric, value in result["metrics"].items():
+                rows.append([*head, system, "beir", dataset, metric,
+                             str(result["judged_queries"]), _cell(value), "", ""])
+    return rows
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else repr(float(value))
+
+
+def append_leaderboard(path: Path, rows: list[list[str]]) -> Path:
+    """Append rows (header first when the file is new) in one locked write."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerows(rows)
+    with locked(path) as handle:
+        handle.seek(0, os.SEEK_END)
+        if handle.tell() == 0:
+            writer_head = io.StringIO()
+            csv.writer(writer_head, lineterminator="\n").writerow(LEADERBOARD_COLUMNS)
+            handle.write(writer_head.getvalue())
+        handle.write(buffer.getvalue())
+    return path
+
+
+def write_all(document: dict[str, Any], records: list[ItemRecord], settings: RagbenchConfig
+              ) -> list[Path]:
+    """Write every report file; returns their paths (the saved run last)."""
+    from pytest_ragbench.plugin import REPORT_MARKER
+    from pytest_ragbench.report import beir, html, runs
+
+    folder = settings.report_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / REPORT_MARKER).write_text("pytest-ragbench report directory: never collected "
+                                        "as test cases\n", encoding="utf-8")
+    written = [write_json(folder / "results.json", document),
+               write_items(folder / "items.jsonl", records)]
+    for run in beir.collect(records):
+        written.append(beir.write(run, folder))
+        result = document["beir"].get(run.dataset, {}).get(run.system or "")
+        written.append(write_json(folder / f"{run.stem}.metrics.json",
+                                  {"dataset": run.dataset, "system": run.system, **(result or {})}))
+    written.append(append_leaderboard(folder / "leaderboard.csv", leaderboard_rows(document)))
+    page = folder / "report.html"
+    page.write_text(html.render(document), encoding="utf-8")
+    written.append(page)
+    if settings.save:
+        written.append(runs.save(document, folder, settings.save))
+    return written

@@ -1,0 +1,297 @@
+"""The ``ragbench`` terminal section: plain aligned tables rendered from the results document."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_ragbench.report.aggregate import COUNTED, N_RESAMPLES
+
+
+def table(rows: Sequence[Sequence[Any]]) -> list[str]:
+    """Rows as left-aligned columns separated by two spaces."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+            for row in cells]
+
+
+def num(value: Any) -> str:
+    """A value for a table: 3 decimals below 100, 1 above, ``-`` when missing."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3f}"
+
+
+def signed(value: float) -> str:
+    """A difference with its sign."""
+    return f"{value:+.1f}" if abs(value) >= 100 else f"{value:+.3f}"
+
+
+def interval(low: Any, high: Any) -> str:
+    """``[low, high]`` or ``-``."""
+    return "-" if low is None or high is None else f"[{num(low)}, {num(high)}]"
+
+
+def percent(value: Any) -> str:
+    """A share as a percentage."""
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def counts_rows(counts: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Items per status, per kind and per category within each kind."""
+    rows: list[tuple[str, ...]] = [("kind", "category", "items", *COUNTED)]
+    for kind, entry in counts.items():
+        rows.append(_count_row(kind, "(all)", entry["all"]))
+        categories = entry["categories"]
+        if len(categories) > 1 or "-" not in categories:
+            rows += [_count_row("", c, categories[c]) for c in categories]
+    return rows
+
+
+def _count_row(kind: str, category: str, counts: dict[str, int]) -> tuple[str, ...]:
+    return (kind, category, str(counts["items"]), *(str(counts[s]) for s in COUNTED))
+
+
+def _threshold(entry: dict[str, Any]) -> str:
+    if entry.get("threshold") is None:
+        return "-"
+    return ("<=" if entry["direction"] == "lower" else ">=") + f"{entry['threshold']:g}"
+
+
+def stat_cells(entry: dict[str, Any]) -> list[str]:
+    return [str(entry["n"]), str(entry["n_unscored"]), num(entry["mean"]),
+            interval(entry["ci_low"], entry["ci_high"]), num(entry["std"]),
+            _threshold(entry), percent(entry["pass_rate"])]
+
+
+def metrics_rows(document: dict[str, Any]) -> list[list[str]]:
+    """The metrics table: per kind (and system) and metric."""
+    several = len(document["systems"]) > 1
+    rows = [["kind", *(["system"] if several else []), "metric", "n", "unscored", "mean",
+             "95% CI", "std", "threshold", "pass rate"]]
+    for kind, by_metric in document["metrics"].items():
+        for metric, entry in by_metric.items():
+            cells = entry.get("systems", {}) if several else {"": entry}
+            for system, cell in cells.items():
+                rows.append([kind, *([system] if several else []), metric, *stat_cells(cell)])
+    return rows
+
+
+def unscored_notes(document: dict[str, Any]) -> list[str]:
+    """One line per metric and reason it went unscored."""
+    several = len(document["systems"]) > 1
+    notes = []
+    for kind, by_metric in document["metrics"].items():
+        for metric, entry in by_metric.items():
+            cells = entry.get("systems", {}) if several else {"": entry}
+            for system, cell in cells.items():
+                prefix = f"{kind}[{system}]" if system else kind
+                notes += [f"{prefix}.{metric}: {count} unscored: {reason}"
+                          for reason, count in cell["unscored_reasons"].items()]
+    return notes
+
+
+def metrics_lines(document: dict[str, Any]) -> list[str]:
+    """The metrics table, then one line per unscored reason."""
+    if not document["metrics"]:
+        return []
+    notes = unscored_notes(document)
+    title = (f"metrics: mean, 95% CI (bootstrap BCa, {N_RESAMPLES} resamples, seeded), "
+             "std, item threshold and pass rate")
+    return [title, *table(metrics_rows(document)),
+            *(["unscored metrics:", *(f"  {n}" for n in notes)] if notes else [])]
+
+
+def breakdown_tables(document: dict[str, Any]) -> list[tuple[str, list[list[str]]]]:
+    """``(title, rows)`` per kind and field with two or more values: mean [95% CI] per metric."""
+    tables = []
+    several = len(document["systems"]) > 1
+    for kind, fields in document["breakdowns"].items():
+        for name, values in fields.items():
+            if len(values) < 2:
+                continue
+            metrics = sorted({m for by_metric in values.values()
+                              for m, e in by_metric.items() if e["n"]})
+            rows: list[list[str]] = [[name, *(["system"] if several else []), "n", *metrics]]
+            for value, by_metric in values.items():
+                systems = document["systems"] if several else [""]
+                for system in systems:
+                    cells = [by_metric.get(m, {}) for m in metrics]
+                    if several:
+                        cells = [c.get("systems", {}).get(system, {}) for c in cells]
+                    if not any(c.get("n") for c in cells):
+                        continue
+                    rows.append([value, *([system] if several else []),
+                                 str(max(c.get("n", 0) for c in cells)),
+                                 *(_mean_ci(c) for c in cells)])
+            if len(rows) > 1:
+                tables.append((f"{kind} by {name} (mean [95% CI])", rows))
+    return tables
+
+
+def _mean_ci(cell: dict[str, Any]) -> str:
+    if not cell.get("n"):
+        return "-"
+    return f"{num(cell['mean'])} {interval(cell['ci_low'], cell['ci_high'])}"
+
+
+def breakdown_lines(document: dict[str, Any]) -> list[str]:
+    """The breakdown tables, separated by blank lines."""
+    lines: list[str] = []
+    for title, rows in breakdown_tables(document):
+        lines += ["", f"{title}:", *table(rows)]
+    return lines[1:]
+
+
+def ragcsv_lines(document: dict[str, Any]) -> list[str]:
+    """Seed 003's quantile blocks, in its exact format."""
+    lines: list[str] = []
+    for system, block in document["ragcsv"].items():
+        tag = f" [{system}]" if system else ""
+        accuracy = block.get("accuracy")
+        if accuracy:
+            lines += ["", f"=== RAGCSV Eval Accuracy{tag} (n={block['n']}) ==="]
+            lines += [f"  {k}:  {v:.1f}%" for k, v in accuracy.items()]
+            lines.append(f"  pass (>={block['pass_threshold']:g}%): {block['pass']}/{block['n']}")
+        times = block.get("total_time_ms")
+        if times:
+            lines += ["", f"=== RAGCSV Eval Total Time{tag} (n={times['n']}) ==="]
+            lines += [f"  {k}:  {v:.0f}ms" for k, v in times.items() if k != "n"]
+    return lines[1:]
+
+
+def usage_rows(document: dict[str, Any]) -> list[list[str]]:
+    """Model calls, tokens, cache hit rate and call latency per role."""
+    rows = [["model usage", "calls", "prompt tokens", "completion tokens", "cache hits",
+             "latency p50", "latency p95"]]
+    for role, row in document["usage"].items():
+        rows.append([role, str(row["calls"]), str(row["prompt_tokens"]),
+                     str(row["completion_tokens"]), percent(row["cache_hit_rate"]),
+                     _seconds(row["latency_p50_s"]), _seconds(row["latency_p95_s"])])
+    return rows
+
+
+def timing_rows(document: dict[str, Any]) -> list[list[str]]:
+    """Seconds per item, per kind."""
+    rows = [["time per item", "n", "p50", "p95", "total"]]
+    rows += [[kind, str(t["n"]), _seconds(t["p50_s"]), _seconds(t["p95_s"]),
+              _seconds(t["total_s"])] for kind, t in document["timing"].items()]
+    return rows
+
+
+def usage_lines(document: dict[str, Any]) -> list[str]:
+    """Model usage, then time per item."""
+    parts = [table(rows) for rows in (usage_rows(document), timing_rows(document))
+             if len(rows) > 1]
+    return [line for i, part in enumerate(parts) for line in ([""] if i else []) + part]
+
+
+def _seconds(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def components_lines(document: dict[str, Any]) -> list[str]:
+    """Which embedder, generator and judge answered."""
+    found = document["components"]
+    if not found:
+        return []
+    return ["components:", *(f"  {role}: {text}" for role, text in found.items())]
+
+
+def baseline_line(document: dict[str, Any]) -> str | None:
+    """Which baseline this run was compared with, and how many items paired."""
+    baseline = document.get("baseline")
+    if not baseline:
+        return None
+    return (f"baseline: {baseline['label']} (run {baseline['run_id'] or '?'}, "
+            f"{baseline['time'] or '?'}): {baseline['paired']} items paired, "
+            f"{baseline['only_current']} new, {baseline['only_baseline']} missing")
+
+
+def comparison_rows(document: dict[str, Any]) -> list[list[str]]:
+    """Paired comparisons: delta, its CI, p, Holm-adjusted p, effect size, verdict."""
+    rows = [["comparison", "kind", "metric", "test", "n", "delta", "95% CI", "p", "p Holm",
+             "d", "verdict"]]
+    for name, kinds in document["comparisons"].items():
+        for kind, metrics in kinds.items():
+            for metric, c in metrics.items():
+                rows.append([name, kind, metric, c["test"], str(c["n"]), signed(c["delta"]),
+                             f"[{signed(c['ci_low'])}, {signed(c['ci_high'])}]",
+                             f"{c['p_value']:.3g}", f"{c['p_holm']:.3g}",
+                             effect(c["effect_size"]), verdict(c)])
+    return rows
+
+
+def verdict(c: dict[str, Any]) -> str:
+    """``better``, ``WORSE`` or ``-`` (not significant after Holm)."""
+    return "better" if c["better"] else "WORSE" if c["worse"] else "-"
+
+
+def power_rows(document: dict[str, Any]) -> list[list[str]]:
+    """Power of a paired test at the seed's effect sizes for each kind's n."""
+    power = document["power_analysis"]
+    if not power:
+        return []
+    effects = [k for k in next(iter(power.values())) if k.startswith("d=")]
+    rows = [["power (paired t, alpha 0.05)", "n", *effects]]
+    rows += [[kind, str(p["n"]), *(percent(p[e]) for e in effects)] for kind, p in power.items()]
+    return rows
+
+
+def comparison_lines(document: dict[str, Any]) -> list[str]:
+    """Baseline, paired comparisons and the power table (only when something was compared)."""
+    line = baseline_line(document)
+    lines = [line] if line else []
+    rows = comparison_rows(document)
+    if len(rows) > 1:
+        lines += ["paired comparisons (A - B; Holm-corrected, alpha 0.05):", *table(rows)]
+        power = power_rows(document)
+        if power:
+            lines += ["", *table(power)]
+    return lines
+
+
+def effect(value: Any) -> str:
+    if value is None:
+        return "-"
+    return value if isinstance(value, str) else f"{value:+.2f}"
+
+
+def gate_lines(document: dict[str, Any]) -> list[str]:
+    """Gates that passed (or could not be checked), then one FAILED line per failure."""
+    from pytest_ragbench.report.gates import gate_line
+
+    lines = [gate_line(v) for v in document["gates"] if v["passed"] is not False]
+    lines += [f"FAILED {line}" for line in document["failures"]]
+    return lines
+
+
+def render(document: dict[str, Any], written: Sequence[Path], report_dir: Path | None
+           ) -> list[str]:
+    """The whole section: counts first (then a blank line before each further part)."""
+    parts = [metrics_lines(document), breakdown_lines(document), ragcsv_lines(document),
+             usage_lines(document), components_lines(document), comparison_lines(document),
+             gate_lines(document)]
+    lines = table(counts_rows(document["counts"]))
+    for part in parts:
+        if part:
+            lines += ["", *part]
+    if written and report_dir is not None:
+        names = ", ".join(_relative(p, report_dir) for p in written)
+        lines += ["", f"report: {_relative(report_dir, Path.cwd())}/ ({names})"]
+    return lines
+
+
+def _relative(path: Path, folder: Path) -> str:
+    try:
+        return str(path.relative_to(folder))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,167 @@
+"""Shared by the ``test_report_*`` modules (no tests here): a project with a test-only kind.
+
+The ``toy`` item kind reads ``ragas`` cases; a lookup-table system (a session fixture in the
+project's conftest.py, as a user would plug in their own) answers, and the real
+``token_f1``/``exact_match`` metrics score the answer. It gives continuous metrics in
+real pytest sessions, under pytest-xdist too (workers import the same conftest.py), until
+the evaluation kinds land. ``degrade.txt`` in the project makes the system worse; a
+question containing ``CRASH`` kills the worker, ``INTERRUPT`` raises KeyboardInterrupt.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CONFTEST = '''
+import json
+from pathlib import Path
+
+import pytest
+
+import pytest_ragbench.kinds as kinds
+from pytest_ragbench.report.components import set_component
+
+TOY = kinds.ItemKind("toy", "ragas", kinds.EVALUATION, ("toy_systems",), "toy_runner:run",
+                     "test-only kind")
+_SAVED = {}
+
+
+def pytest_configure(config):
+    _SAVED["kinds"], _SAVED["available"] = dict(kinds.ITEM_KINDS), kinds.AVAILABLE
+    kinds.ITEM_KINDS["toy"] = TOY
+    kinds.AVAILABLE = frozenset({"sql_ground_truth", "hybrid_ground_truth", "toy"})
+
+
+def pytest_unconfigure(config):
+    kinds.ITEM_KINDS.clear()
+    kinds.ITEM_KINDS.update(_SAVED["kinds"])
+    kinds.AVAILABLE = _SAVED["available"]
+
+
+def _drop(text, every):
+    return " ".join(w for i, w in enumerate(text.split()) if i % every != every - 1)
+
+
+@pytest.fixture(scope="session")
+def toy_systems(request):
+    root = Path(str(request.config.rootpath))
+    degrade = (root / "degrade.txt").is_file()
+    answers = json.loads((root / "answers.data").read_text())
+    set_component(request.config, "generator",
+                  "toy lookup table" + (" (degraded)" if degrade else ""))
+    set_component(request.config, "judge", "none: judge metrics unscored")
+
+    def exact(question):
+        answer = answers[question]
+        return _drop(answer, 2) if degrade else answer
+
+    def terse(question):
+        return _drop(answers[question], 3)
+
+    return {"exact": exact, "terse": terse, "halves": lambda q: _drop(answers[q], 2)}
+'''
+
+RUNNER = '''
+"""The test-only ``toy`` kind: the chosen toy system answers, token F1 scores it."""
+import os
+
+from pytest_ragbench.metrics import exact_match, token_f1
+from pytest_ragbench.records import Outcome
+
+
+def run(case, context):
+    if "CRASH" in case.question:
+        os._exit(3)
+    if "INTERRUPT" in case.question:
+        raise KeyboardInterrupt
+    answer = context.fixture("toy_systems")[context.system_name or "exact"](case.question)
+    words = len(answer.split())
+    return Outcome(
+        metrics={"token_f1": token_f1(answer, case.ground_truth),
+                 "exact_match": exact_match(answer, case.ground_truth)},
+        unscored={"faithfulness": "no judge configured (--ragbench-judge-url)"},
+        usage={"generator": {"calls": 1, "prompt_tokens": len(case.question.split()),
+                             "completion_tokens": words, "cache_hits": words % 2,
+                             "latency_s": [0.001 * words]}},
+        evidence={"answer": answer})
+'''
+
+WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+         "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo",
+         "sierra", "tango", "uniform", "victor", "whiskey", "xray")
+CATEGORIES = ("lookup", "reasoning", "summary")
+DIFFICULTIES = ("easy", "medium", "hard")
+
+
+def toy_cases(count: int, seed: int = 7) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """``count`` ragas cases and the exact system's answers (some words wrong, some exact)."""
+    rng = random.Random(seed)
+    cases, answers = [], {}
+    for index in range(count):
+        truth = rng.sample(WORDS, rng.randint(6, 12))
+        answer = list(truth)
+        for position in rng.sample(range(len(answer)), rng.choice((0, 0, 1, 2, 3))):
+            answer[position] = rng.choice(WORDS)
+        question = f"question {index:03d} about {truth[0]}?"
+        cases.append({"id": f"q{index:03d}", "kind": "ragas", "question": question,
+                      "ground_truth": " ".join(truth),
+                      "category": CATEGORIES[index % 3],
+                      "difficulty": DIFFICULTIES[(index // 3) % 3],
+                      "doc_type": "pdf" if index % 2 else "html",
+                      "question_type": "factual"})
+        answers[question] = " ".join(answer)
+    return cases, answers
+
+
+def make_toy_project(pytester: pytest.Pytester, count: int = 30,
+                     extra_cases: list[dict[str, Any]] | None = None,
+                     pyproject: str = "", ini: str = "[pytest]\n") -> pytest.Pytester:
+    """A project with ``count`` toy cases in ``test_cases/toy.jsonl``."""
+    cases, answers = toy_cases(count)
+    for extra in extra_cases or []:
+        cases.append(extra)
+        answers.setdefault(extra["question"], extra["ground_truth"])
+    pytester.makeconftest(CONFTEST)
+    (pytester.path / "toy_runner.py").write_text(RUNNER)
+    (pytester.path / "answers.data").write_text(json.dumps(answers))
+    pytester.mkdir("test_cases")
+    (pytester.path / "test_cases" / "toy.jsonl").write_text(
+        "".join(json.dumps(c) + "\n" for c in cases))
+    pytester.makefile(".toml", pyproject=pyproject or "[tool.ragbench]\n")
+    pytester.makeini(ini)
+    return pytester
+
+
+def results(pytester: pytest.Pytester, folder: str = ".ragbench") -> dict[str, Any]:
+    """The session's ``results.json``."""
+    data: dict[str, Any] = json.loads((pytester.path / folder / "results.json").read_text())
+    return data
+
+
+def items_jsonl(pytester: pytest.Pytester, folder: str = ".ragbench") -> list[dict[str, Any]]:
+    """The session's ``items.jsonl`` records."""
+    text = (pytester.path / folder / "items.jsonl").read_text()
+    return [json.loads(line) for line in text.splitlines()]
+
+
+TIMING_KEYS = ("duration", "latency_s", "latency_p50_s", "latency_p95_s")
+
+
+def without_timings(value: Any) -> Any:
+    """A results document minus what legitimately differs between runs: run info, timings."""
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items()
+                if k not in TIMING_KEYS and k not in ("run", "timing")}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value
+
+
+def report_files(folder: Path) -> list[Path]:
+    """Every file under the report dir."""
+    return sorted(p for p in folder.rglob("*") if p.is_file())
