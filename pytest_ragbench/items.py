@@ -99,7 +99,7 @@ class CaseItem(pytest.Function):
 
         config = get_config(self.config)
         limits = thresholds_mod.resolve(self.item_kind.name, config.thresholds,
-                                        self.case.thresholds)
+                                        self.case.item_thresholds())
         context = RunContext(config, {n: self.funcargs[n] for n in self.item_kind.fixtures},
                              limits, self.system_name)
         start = time.perf_counter()

@@ -49,6 +49,10 @@ class Case:
         """Fields the report can group by (category, doc_type, ...)."""
         return {"category": self.category}
 
+    def item_thresholds(self) -> dict[str, float] | None:
+        """The case's own thresholds (None: defaults apply; {}: never fail on a metric)."""
+        return self.thresholds
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe mapping of every field."""
         return asdict(self)
@@ -123,6 +127,13 @@ class MemoryCase(Case):
     filter_metadata: dict[str, Any] | None = None
     min_score: float | None = None
     threshold: float | None = None
+    recency_weight: float | None = None
+
+    def item_thresholds(self) -> dict[str, float] | None:
+        """Seed 004's ``threshold`` is the bar for the relevance score."""
+        if self.thresholds == {} or self.threshold is None:
+            return self.thresholds
+        return {"relevance_score": self.threshold, **(self.thresholds or {})}
 
 
 @dataclass(frozen=True, kw_only=True)

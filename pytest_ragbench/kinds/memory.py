@@ -1,0 +1,63 @@
+"""``memory[<id>]``: a conversational-memory scenario of seed 004.
+
+Every scenario starts from an empty store: the setup memories are added, the query
+is searched, and precision / recall / F1 / relevance score compare the hits with the
+expected setup indices. A negative scenario (nothing expected) passes only when nothing
+comes back at or above ``min_score``. The case's ``threshold`` is the seed's bar for the
+relevance score (the mean similarity of the expected memories that were retrieved).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_ragbench.cases.model import MemoryCase
+from pytest_ragbench.items import RunContext
+from pytest_ragbench.records import Outcome
+
+
+def run(case: MemoryCase, context: RunContext) -> Outcome:
+    """Fill a fresh store, search, and score the hits against the expected memories."""
+    from pytest_ragbench.metrics import Unscored, set_metrics
+
+    store = context.fixture("ragbench_memory")
+    store.clear()
+    ids = [store.add_interaction(m.role, m.content, dict(m.metadata)) for m in case.setup]
+    recency = case.recency_weight or 0.0
+    hits = store.search_memories(case.query, top_k=case.top_k,
+                                 filter_metadata=case.filter_metadata,
+                                 min_score=case.min_score, recency_weight=recency)
+    similarities = [float(getattr(hit, "similarity", hit.score)) for hit in hits]
+    scores = set_metrics([hit.id for hit in hits], [ids[i] for i in case.expected],
+                         scores=similarities, min_score=case.min_score)
+    metrics: dict[str, float] = {}
+    unscored: dict[str, str] = {}
+    for name, value in scores.as_metrics().items():
+        if isinstance(value, Unscored):
+            unscored[name] = value.reason
+        else:
+            metrics[name] = float(value)
+    errors = []
+    if not case.expected and scores.retrieved_count:
+        floor = "" if case.min_score is None else f" at or above min_score {case.min_score:g}"
+        errors.append(f"a negative scenario: expected no memory{floor}, "
+                      f"got {scores.retrieved_count}")
+    index_of = {memory_id: index for index, memory_id in enumerate(ids)}
+    return Outcome(
+        metrics=metrics, unscored=unscored, errors=errors,
+        evidence={
+            "query": case.query,
+            "expected": _listing([(i, case.setup[i].content) for i in case.expected]),
+            "got": _listing([(index_of.get(hit.id, hit.id), f"{hit.text} (similarity "
+                              f"{sim:.3f})") for hit, sim in zip(hits, similarities,
+                                                                   strict=True)]),
+            "true_positives": scores.true_positives,
+        },
+        summary=None if not errors else "memories came back for a query about nothing stored",
+    )
+
+
+def _listing(entries: list[tuple[Any, str]]) -> str:
+    if not entries:
+        return "(none)"
+    return "\n".join(f"[{index}] {text}" for index, text in entries)
