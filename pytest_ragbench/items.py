@@ -124,7 +124,9 @@ class CaseItem(pytest.Function):
                                item_kind=item_kind, system=system)
         for name in ("ragbench", item_kind.name):
             item.add_marker(name)
-        request = answer_request(case) if "ragbench_system" in item_kind.fixtures else None
+        # sql items are not prefetched: systems without SQL skip them without asking
+        asks = "ragbench_system" in item_kind.fixtures and item_kind.name != "sql"
+        request = answer_request(case) if asks else None
         if request is not None and system is None:
             from pytest_ragbench.system.fixtures import ANSWER_REQUEST
 

@@ -67,7 +67,7 @@ MARKERS = (*ITEM_KINDS, "robust")
 
 
 # Item kinds whose runner is built and tested; the others are named but not yet collected.
-AVAILABLE = frozenset({"sql_ground_truth", "hybrid_ground_truth", "memory"})
+AVAILABLE = frozenset({"sql_ground_truth", "hybrid_ground_truth", "memory", "sql"})
 
 
 def item_kinds_for(case_kind: str, evaluate: bool) -> list[ItemKind]:

@@ -34,6 +34,9 @@ class EmbeddedSystem:
     question), and :meth:`describe` says so.
     """
 
+    # No text-to-SQL: sql[<id>] items skip with this reason instead of scoring zero.
+    answers_sql = False
+
     def __init__(self, retriever: Retriever, generator: Generator | None = None, *,
                  top_k: int = 5, max_tokens: int = 256, no_generator_reason: str = "") -> None:
         self.retriever = retriever
