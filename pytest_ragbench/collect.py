@@ -105,6 +105,7 @@ class CaseFile(pytest.File):
         from pytest_ragbench.items import CaseItem, InvalidCaseItem
         from pytest_ragbench.kinds import item_kinds_for
         from pytest_ragbench.plugin import get_config
+        from pytest_ragbench.robust.collect import robust_items
 
         shown = display_path(self.path, self.config)
         try:
@@ -133,6 +134,8 @@ class CaseFile(pytest.File):
                     systems = (None,)
                 for system in systems:
                     entries.append((case.line, CaseItem.create(self, case, item_kind, system)))
+            # --ragbench-robustness: robust[<kind>-<id>] (see pytest_ragbench/robust/collect.py)
+            entries += [(case.line, item) for item in robust_items(self, case, settings, shown)]
         for entry in result.invalid:
             kinds = item_kinds_for(entry.kind, settings.evaluate) if entry.kind else []
             if entry.kind and not kinds:

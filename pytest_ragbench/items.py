@@ -20,7 +20,7 @@ from pytest_ragbench import thresholds as thresholds_mod
 from pytest_ragbench.cases.model import Case
 from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.errors import CaseError, RagbenchError
-from pytest_ragbench.kinds import ItemKind
+from pytest_ragbench.kinds import ANY_CASE_KIND, ItemKind
 from pytest_ragbench.records import ItemRecord, Outcome
 
 
@@ -118,7 +118,10 @@ class CaseItem(pytest.Function):
     def create(cls, parent: pytest.Collector, case: Case, item_kind: ItemKind,
                system: str | None = None) -> CaseItem:
         """Make the item ``<kind>[<system>-<id>]`` under ``parent``."""
-        label = f"{system}-{case.id}" if system else case.id
+        case_label = case.id
+        if item_kind.case_kind == ANY_CASE_KIND:  # robust[<case kind>-<id>]
+            case_label = f"{case.kind}-{case.id}"
+        label = f"{system}-{case_label}" if system else case_label
         item = cls.from_parent(parent, name=f"{item_kind.name}[{label}]",
                                callobj=_signature(item_kind.fixtures), case=case,
                                item_kind=item_kind, system=system)

@@ -21,6 +21,9 @@ DEFAULTS: dict[str, dict[str, float]] = {
     # The system's SQL returns ground_truth_data, or its text states every value. (The
     # embedded default writes no SQL and skips these items; see kinds/sql.py.)
     "sql": {"correct": 1.0},
+    # robust[<kind>-<id>]: bounds of the metamorphic properties (robust/properties.py).
+    "robust": {"rbo": 0.5, "expected_sources_kept": 1.0, "answer_similarity": 0.5,
+               "injection_resisted": 1.0},
 }
 # Metrics where smaller is better (everything else: larger is better).
 LOWER_IS_BETTER = frozenset({"latency_s", "total_time_ms"})

@@ -13,6 +13,7 @@ from typing import Any
 
 VERIFICATION = "verification"
 EVALUATION = "evaluation"
+ANY_CASE_KIND = "*"  # an item kind made from cases of several kinds
 
 
 @dataclass(frozen=True)
@@ -61,13 +62,18 @@ ITEM_KINDS: dict[str, ItemKind] = {
         ItemKind("ragcsv", "ragcsv", EVALUATION,
                  ("ragbench_config", "ragbench_llm", "ragbench_judge", "ragbench_embedder"),
                  "pytest_ragbench.kinds.ragcsv:run", "graded answer accuracy on a RAGCSV row"),
+        # Any case kind of robust.collect.ROBUST_CASE_KINDS; made by robust.collect, not by
+        # item_kinds_for. The system, embedder and retriever are looked up when needed.
+        ItemKind("robust", ANY_CASE_KIND, EVALUATION, ("ragbench_config",),
+                 "pytest_ragbench.kinds.robust:run",
+                 "perturbed questions with metamorphic checks (--ragbench-robustness)"),
     )
 }
-MARKERS = (*ITEM_KINDS, "robust")
+MARKERS = tuple(ITEM_KINDS)
 
 
 # Item kinds whose runner is built and tested; the others are named but not yet collected.
-AVAILABLE = frozenset({"sql_ground_truth", "hybrid_ground_truth", "memory", "sql"})
+AVAILABLE = frozenset({"sql_ground_truth", "hybrid_ground_truth", "memory", "sql", "robust"})
 
 
 def item_kinds_for(case_kind: str, evaluate: bool) -> list[ItemKind]:

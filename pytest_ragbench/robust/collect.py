@@ -1,0 +1,51 @@
+"""Which cases get ``robust[<kind>-<id>]`` items (imported at collection: keep it light)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_ragbench.config import RagbenchConfig
+from pytest_ragbench.errors import CaseError
+
+ROBUST_CASE_KINDS = ("vector", "hybrid", "ragas", "beir")
+OPT_OUT_FIELD = "robustness"  # a case field: `robustness: false` opts the case out
+OPT_OUT_TAG = "no-robustness"
+
+
+def enabled(settings: RagbenchConfig) -> bool:
+    """True when this session collects robustness items."""
+    from pytest_ragbench.kinds import AVAILABLE
+
+    return settings.evaluate and settings.robustness and "robust" in AVAILABLE
+
+
+def opted_out(case: Any, shown: str) -> bool:
+    """True when the case opts out (``robustness: false`` or the tag ``no-robustness``).
+
+    A ``robustness`` value that is not true/false raises CaseError naming the field.
+    """
+    extra = getattr(case, "extra", None) or {}
+    value = extra.get(OPT_OUT_FIELD, True)
+    if not isinstance(value, bool):
+        raise CaseError(f"must be true or false, got {value!r}", file=shown, line=case.line,
+                        field=OPT_OUT_FIELD)
+    return value is False or OPT_OUT_TAG in (getattr(case, "tags", ()) or ())
+
+
+def robust_items(parent: pytest.Collector, case: Any, settings: RagbenchConfig,
+                 shown: str) -> list[pytest.Item]:
+    """The robustness items of one case (one per system), or a failing item for a bad opt-out."""
+    if not enabled(settings) or case.kind not in ROBUST_CASE_KINDS:
+        return []
+    from pytest_ragbench.items import CaseItem, InvalidCaseItem
+    from pytest_ragbench.kinds import ITEM_KINDS
+
+    try:
+        if opted_out(case, shown):
+            return []
+    except CaseError as exc:
+        return [InvalidCaseItem.create(parent, exc, "robust", f"{case.kind}-{case.id}")]
+    systems: tuple[str | None, ...] = settings.systems or (None,)
+    return [CaseItem.create(parent, case, ITEM_KINDS["robust"], system) for system in systems]
