@@ -83,6 +83,20 @@ def _signature(names: tuple[str, ...]) -> Callable[..., None]:
     return case_item
 
 
+def _restructure_id(item: pytest.Item) -> None:
+    """Give a ``kind[id]`` item the structured id pytest gives parametrized tests.
+
+    pytest >= 9.2 keys ``--lf`` by structured node ids (path, names, params) and parses
+    the cached strings into them; an item named ``kind[id]`` would otherwise carry
+    ``names=("kind[id]",)`` and never match its own cached id, so ``--lf`` ran everything.
+    Older pytest has no ``_id`` and keys by the string, which is unchanged either way.
+    """
+    structured = getattr(item, "_id", None)
+    parse = getattr(type(structured), "parse", None)
+    if structured is not None and callable(parse) and getattr(structured, "params", 1) is None:
+        item._id = parse(str(structured))
+
+
 def marker_name(value: str) -> str:
     """A category value as a marker name: ``NOISY`` -> ``noisy``."""
     cleaned = "".join(ch if ch.isalnum() else "_" for ch in value.strip().lower())
@@ -125,6 +139,7 @@ class CaseItem(pytest.Function):
         item = cls.from_parent(parent, name=f"{item_kind.name}[{label}]",
                                callobj=_signature(item_kind.fixtures), case=case,
                                item_kind=item_kind, system=system)
+        _restructure_id(item)
         for name in ("ragbench", item_kind.name):
             item.add_marker(name)
         # sql items are not prefetched: systems without SQL skip them without asking
@@ -230,6 +245,7 @@ class InvalidCaseItem(pytest.Item):
         label = case_id or f"line-{error.line or 0}"
         item = cls.from_parent(parent, name=f"{item_kind or 'invalid_case'}[{label}]",
                                error=error, item_kind=item_kind)
+        _restructure_id(item)
         item.add_marker("ragbench")
         if item_kind:
             item.add_marker(item_kind)

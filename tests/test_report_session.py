@@ -188,10 +188,7 @@ def test_last_failed_reruns_only_the_failures(project: pytest.Pytester) -> None:
     failed = {i["nodeid"] for i in items_jsonl(project) if i["status"] == "failed"}
     assert len(failed) == first.parseoutcomes()["failed"] >= 2
     again = project.runpytest("--ragbench", "--lf")
-    if "known failures not in selected tests" in again.stdout.str():
-        pytest.xfail("pytest 9.2 compares structured node ids (pytest-dev/pytest#15045): a "
-                     "custom item named kind[id] never matches its cached id, so --lf runs "
-                     "everything; fixed by CaseItem setting its id from the parsed nodeid")
+    assert "known failures not in selected tests" not in again.stdout.str()
     again.assert_outcomes(failed=len(failed))
     assert {i["nodeid"] for i in items_jsonl(project)} == failed
     assert sum(c["all"]["items"] for c in results(project)["counts"].values()) == len(failed)
