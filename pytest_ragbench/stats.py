@@ -434,21 +434,23 @@ def power_table(n: int, effect_sizes: Sequence[float] = EFFECT_SIZES, alpha: flo
 
 def proportion_half_width(n: int, p: float = 0.5, confidence: float = 0.95) -> float:
     """Half-width of the normal-approximation CI of a proportion: z·√(p(1−p)/n)."""
-    from scipy import stats
-
-    _check_confidence(confidence)
     if n < 1:
         raise ValueError("n must be at least 1")
-    return float(stats.norm.ppf((1 + confidence) / 2) * math.sqrt(p * (1 - p) / n))
+    return _z(confidence) * math.sqrt(p * (1 - p) / n)
 
 
 def sample_size_for_half_width(half_width: float, p: float = 0.5, confidence: float = 0.95
                                ) -> int:
     """Smallest n whose proportion CI half-width is at most ``half_width``."""
-    from scipy import stats
-
-    _check_confidence(confidence)
     if not 0 < half_width < 1:
         raise ValueError("half_width must be between 0 and 1 (a proportion)")
-    z = float(stats.norm.ppf((1 + confidence) / 2))
+    z = _z(confidence)
     return max(1, math.ceil(z * z * p * (1 - p) / (half_width * half_width) - 1e-9))
+
+
+def _z(confidence: float) -> float:
+    """The two-sided normal quantile (stdlib, so ``ragbench dataset stats`` needs no scipy)."""
+    from statistics import NormalDist
+
+    _check_confidence(confidence)
+    return NormalDist().inv_cdf((1 + confidence) / 2)

@@ -17,12 +17,8 @@ from pytest_ragbench.datasets.export import (
     write_manifest,
 )
 from pytest_ragbench.datasets.sample import NormalizedSample
-from pytest_ragbench.datasets.summary import (
-    dataset_stats,
-    format_stats,
-    proportion_half_width,
-    sample_size_for_half_width,
-)
+from pytest_ragbench.datasets.summary import dataset_stats, format_stats
+from pytest_ragbench.stats import proportion_half_width, sample_size_for_half_width
 
 
 def s(sample_id: str, doc_type: str = "table", answerable: bool = True, **meta: object
@@ -100,18 +96,6 @@ def test_sample_size_for_half_width() -> None:
         assert proportion_half_width(n) <= target < proportion_half_width(n - 1)
     with pytest.raises(ValueError, match="half_width"):
         sample_size_for_half_width(0)
-
-
-def test_local_interval_functions_agree_with_the_stats_module() -> None:
-    stats = pytest.importorskip("pytest_ragbench.stats")
-    if not hasattr(stats, "proportion_half_width"):
-        pytest.skip("pytest_ragbench.stats has no proportion_half_width yet")
-    for n in (1, 30, 352, 800, 10_000):
-        for p in (0.5, 0.1):
-            assert proportion_half_width(n, p, 0.9) == pytest.approx(
-                stats.proportion_half_width(n, p, 0.9), rel=1e-12)
-    for target in (0.01, 0.035, 0.2):
-        assert sample_size_for_half_width(target) == stats.sample_size_for_half_width(target)
 
 
 def test_dataset_stats_counts_per_stratum() -> None:

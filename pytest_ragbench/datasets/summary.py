@@ -2,43 +2,18 @@
 
 The half-width is the normal-approximation (Wald) 95% interval of a proportion,
 ``z·√(p(1−p)/n)`` with the worst case ``p = 0.5`` by default — seed 000's "±4% at 500,
-±3.5% at 800". ``pytest_ragbench.stats`` has the same two functions
-(``proportion_half_width``, ``sample_size_for_half_width``); these stdlib versions keep
-the CLI free of scipy and are checked against them in the tests.
+±3.5% at 800" — computed by :mod:`pytest_ragbench.stats`.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any
 
 from pytest_ragbench.datasets.sample import NormalizedSample
-
-
-def proportion_half_width(n: int, p: float = 0.5, confidence: float = 0.95) -> float:
-    """Half-width of the Wald interval of a proportion at sample size ``n``."""
-    if n < 1:
-        raise ValueError("n must be at least 1")
-    return _z(confidence) * math.sqrt(p * (1 - p) / n)
-
-
-def sample_size_for_half_width(half_width: float, p: float = 0.5,
-                               confidence: float = 0.95) -> int:
-    """Smallest ``n`` whose half-width is at most ``half_width``."""
-    if not 0 < half_width < 1:
-        raise ValueError("half_width must be between 0 and 1")
-    z = _z(confidence)
-    return max(1, math.ceil(z * z * p * (1 - p) / (half_width * half_width) - 1e-9))
-
-
-def _z(confidence: float) -> float:
-    if not 0 < confidence < 1:
-        raise ValueError("confidence must be between 0 and 1")
-    return NormalDist().inv_cdf((1 + confidence) / 2)
+from pytest_ragbench.stats import proportion_half_width, sample_size_for_half_width
 
 
 @dataclass(frozen=True)
