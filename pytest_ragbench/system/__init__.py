@@ -5,3 +5,22 @@ heavy libraries (numpy, sentence-transformers, faiss, bm25s, httpx, llama-cpp) o
 when it is imported, which the fixtures in :mod:`pytest_ragbench.system.fixtures` do
 on first use.
 """
+
+from pytest_ragbench.system.protocols import (
+    Answer,
+    AnswerRequest,
+    Context,
+    Document,
+    Embedder,
+    Generation,
+    Generator,
+    Judge,
+    MemoryHit,
+    MemoryStore,
+    Retriever,
+    System,
+    Usage,
+)
+
+__all__ = ["Answer", "AnswerRequest", "Context", "Document", "Embedder", "Generation",
+           "Generator", "Judge", "MemoryHit", "MemoryStore", "Retriever", "System", "Usage"]
