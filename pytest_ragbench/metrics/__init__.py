@@ -6,6 +6,9 @@
 - :mod:`.answer` — exact match, token F1, numeric match, keyword overlap, entity mention,
   semantic similarity.
 - :mod:`.context` — ragas context and text-overlap metrics without a judge.
+- :mod:`.judged` — ragas faithfulness, answer relevancy, context precision and recall with
+  a judge (``judged_scores``); :mod:`.ragas_bridge` puts our judge and embedder behind
+  ragas's interfaces.
 
 Importing this package is cheap: numpy, pytrec_eval and ragas load on first use.
 """
@@ -24,6 +27,7 @@ from pytest_ragbench.metrics.answer import (
     token_f1,
 )
 from pytest_ragbench.metrics.ir import IREvaluator, evaluate_run, read_qrels, read_run, write_run
+from pytest_ragbench.metrics.judged import JUDGED_METRICS, NO_JUDGE, ajudged_scores, judged_scores
 from pytest_ragbench.metrics.registry import (
     REGISTRY,
     DuplicateMetricError,
@@ -39,6 +43,8 @@ from pytest_ragbench.metrics.registry import (
 from pytest_ragbench.metrics.sets import SetScores, set_metrics
 
 __all__ = [
+    "JUDGED_METRICS",
+    "NO_JUDGE",
     "REGISTRY",
     "DuplicateMetricError",
     "EntityMention",
@@ -49,10 +55,12 @@ __all__ = [
     "SetScores",
     "UnknownMetricError",
     "Unscored",
+    "ajudged_scores",
     "entity_mention",
     "evaluate_run",
     "exact_match",
     "get_metric",
+    "judged_scores",
     "keyword_overlap",
     "normalize_answer",
     "numeric_match",

@@ -9,11 +9,15 @@ BLEU and chrF need ``sacrebleu``.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Hashable, Sequence
 from functools import cache
 from typing import Any, Literal
 
 from pytest_ragbench.metrics.registry import Score, Unscored
+
+# ragas is imported lazily below; it must not phone home when it is (the plugin runs offline).
+os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 
 # ragas's context precision divides by (hits + 1e-10): round that epsilon away.
 _DIGITS = 9

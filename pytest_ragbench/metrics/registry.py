@@ -263,9 +263,18 @@ BUILTIN: tuple[MetricSpec, ...] = (
           aliases=("bleu_score",)),
     _spec("chrf", "context", "ragas CHRFScore (sacrebleu chrF / 100)", ("texts",),
           aliases=("chrf_score",)),
-    # Judge metrics (ragas with an LLM judge); computed by the ragas kind.
+    # Judge-free stand-ins for faithfulness and context recall (ragas RougeScore, ROUGE-1).
+    _spec("lexical_faithfulness", "context",
+          "ROUGE-1 precision of the answer against its contexts: share of the answer's words "
+          "found in them", ("texts",)),
+    _spec("lexical_context_recall", "context",
+          "ROUGE-1 recall of the reference answer against the contexts: share of its words "
+          "found in them", ("texts",)),
+    # Judge metrics (ragas with an LLM judge); computed by metrics.judged.
     _spec("faithfulness", "judge", "ragas Faithfulness", ("texts", "judge")),
-    _spec("answer_relevancy", "judge", "ragas AnswerRelevancy", ("texts", "judge", "embeddings")),
+    _spec("answer_relevancy", "judge",
+          "ragas AnswerRelevancy (mean cosine of judge-written questions to the question)",
+          ("texts", "judge", "embeddings"), low=-1.0),
     _spec("context_precision", "judge", "ragas ContextPrecision with reference",
           ("texts", "judge")),
     _spec("context_recall", "judge", "ragas ContextRecall", ("texts", "judge")),
