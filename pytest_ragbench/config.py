@@ -76,6 +76,8 @@ class RagbenchConfig:
             "gate": self.gate,
             "breakdown": list(self.breakdown),
             "robustness": self.robustness,
+            "perturb": list(self.perturb),
+            "robustness_examples": self.robustness_examples,
             "thresholds": self.thresholds,
             "gates": self.gates,
         }
@@ -201,7 +203,8 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
     fail_on = options.value(config, "ragbench_fail_on") or None
     if fail_on not in (None, "regression"):
         raise ConfigError(f"--ragbench-fail-on must be 'regression', got {fail_on!r}")
-    perturb = _csv(options.value(config, "ragbench_perturb")) or PERTURBATION_KINDS
+    perturb = tuple(dict.fromkeys(_csv(options.value(config, "ragbench_perturb")))) \
+        or PERTURBATION_KINDS
     unknown = [p for p in perturb if p not in PERTURBATION_KINDS]
     if unknown:
         raise ConfigError(f"--ragbench-perturb: unknown kind(s) {', '.join(unknown)}; "

