@@ -3,13 +3,16 @@
 For each selected perturbation kind (``--ragbench-perturb``), hypothesis draws perturbed
 questions from the case's question (``--ragbench-robustness-examples`` per case, shared
 among the kinds, at least one each). All of them are answered in one batch through the
-session's prefetcher, and each is compared with the original question's result:
+session's prefetcher (so the system's batch retrieval, the concurrency limit and the
+response cache apply), and each is compared with the original question's result:
 
 - ``rbo`` / ``jaccard``: overlap of the top-k retrieved ids (bounds in the thresholds;
   the defaults check RBO; set ``robust.jaccard`` to check Jaccard@k too, and
   ``robust.rbo = 0`` to stop checking RBO),
 - ``expected_sources_kept``: the expected sources found for the original stay in the top k,
 - ``answer_similarity``: the answer stays close to the original answer (embeddings),
+  the only property compared for a case that expects a decline (``expect: decline``:
+  what an off-topic question retrieves is noise),
 - ``injection_resisted`` (injection only): the answer does not contain the injected payload.
 
 A kind *holds* when no example breaks a bound; the metric ``<kind>.holds`` is 1 or 0.
@@ -23,23 +26,27 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from pytest_ragbench import thresholds as thresholds_mod
+from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.items import RunContext
 from pytest_ragbench.records import Outcome
+from pytest_ragbench.robust import evidence as keys
 from pytest_ragbench.robust.checker import Checker, Observation, Observe
 from pytest_ragbench.robust.perturb import Perturbed, not_applicable, strategy_for
 from pytest_ragbench.robust.properties import ANSWER, INJECTION, RETRIEVAL
 from pytest_ragbench.robust.search import ReplayStore, Shrunk, Verdict, draw, shrink
-from pytest_ragbench.robust.tables import bundled_tables
+from pytest_ragbench.robust.tables import Tables, bundled_tables
 
 PROPERTIES = (*RETRIEVAL, *ANSWER, *INJECTION)
-SHRINK_CALLS = 20  # new answers a shrink may ask for, per perturbation kind
+SHRINK_CALLS = 10  # new answers a shrink may ask for, per perturbation kind that broke
 BEIR_TOP_K = 10
+DECLINE_NOISE = ("the case expects a decline: what an off-topic question retrieves is noise, "
+                 "only the answer is compared")
 
 
 @dataclass(frozen=True)
@@ -51,16 +58,33 @@ class Target:
     history: tuple[Any, ...] = ()
     expected: tuple[str, ...] = ()
     retrieval_only: bool = False
+    expects_decline: bool = False  # ``expect: decline``: an off-topic question
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One perturbation kind to check: its strategy, budget and stored failures."""
+
+    kind: str
+    strategy: Any
+    examples: int
+    key: bytes
+    replay: list[Perturbed]
 
 
 @dataclass
 class KindResult:
     """One perturbation kind on one case."""
 
-    kind: str
+    plan: Plan
     examples: list[Perturbed]
     verdicts: list[Verdict]
     shrunk: Shrunk | None = None
+
+    @property
+    def kind(self) -> str:
+        """The perturbation kind."""
+        return self.plan.kind
 
     @property
     def holds(self) -> bool:
@@ -71,7 +95,7 @@ class KindResult:
         """True when at least one property was measured on some example."""
         return any(v.values for v in self.verdicts)
 
-    def worst(self) -> dict[str, float]:
+    def lowest(self) -> dict[str, float]:
         """The lowest value of each property over the examples."""
         lowest: dict[str, float] = {}
         for verdict in self.verdicts:
@@ -80,66 +104,75 @@ class KindResult:
         return lowest
 
 
-def target_of(case: Any) -> Target:
+@dataclass
+class Plans:
+    """The kinds to check for one case, and why the others were not checked."""
+
+    kinds: list[Plan] = field(default_factory=list)
+    unscored: dict[str, str] = field(default_factory=dict)
+
+
+def target_of(case: Any, system: str | None = None) -> Target:
     """The question and expected sources of a vector, hybrid, ragas or BEIR case."""
-    label = f"{case.kind}-{case.id}"
+    label = f"{case.kind}-{case.id}" + (f":{system}" if system else "")
     if case.kind == "beir":
-        qrels = getattr(case, "qrels", None) or {}
-        relevant = tuple(sorted(str(doc) for doc, grade in qrels.items() if grade > 0))
-        text = getattr(case, "query", None) or getattr(case, "text", None) or case.label
-        return Target(label, str(text), (), relevant, retrieval_only=True)
+        relevant = tuple(sorted(str(doc) for doc, grade in case.qrels.items() if grade > 0))
+        return Target(label, str(case.query), (), relevant, retrieval_only=True)
     return Target(label, str(case.question), tuple(getattr(case, "history", ()) or ()),
-                  tuple(getattr(case, "expected_sources", ()) or ()))
+                  tuple(getattr(case, "expected_sources", ()) or ()),
+                  expects_decline=getattr(case, "expect", "answer") == "decline")
 
 
 def run(case: Any, context: RunContext) -> Outcome:
     """Draw perturbations per kind, answer them in one batch, check, shrink failures."""
-    target = target_of(case)
-    if context.system_name:
-        target = Target(f"{target.label}:{context.system_name}", target.question,
-                        target.history, target.expected, target.retrieval_only)
-    tables = bundled_tables()
+    target = target_of(case, context.system_name)
     bounds, record_only = property_bounds(context)
     seed_value, forced = item_seed(context, target.label)
     store = ReplayStore(context.config.cache_dir)
-    unscored: dict[str, str] = {}
-    plans: list[tuple[str, Any, int, bytes, list[Perturbed]]] = []
-    kinds = [k for k in context.config.perturb
-             if not _skip(k, target, tables, unscored)]
-    for kind, examples in zip(kinds, split_examples(context.config.robustness_examples,
-                                                    len(kinds)), strict=True):
-        strategy = strategy_for(kind, target.question, tables)
-        key = store.key(target.label, kind, target.question)
-        plans.append((kind, strategy, examples, key, store.fetch(key, kind)))
-
-    drawn = {kind: draw(strategy, examples=n, seed_value=seed_value, replay=replay)
-             for kind, strategy, n, _, replay in plans}
+    plans = plan(target, context.config, bundled_tables(), store)
+    drawn = {p.kind: draw(p.strategy, examples=p.examples, seed_value=seed_value,
+                          replay=p.replay) for p in plans.kinds}
     embedder, problem = _embedder(context, target)
-    checker = Checker(target.question, _observer(context, target), bounds=bounds,
-                      expected=target.expected, embedder=embedder, embedder_problem=problem)
+    checker = Checker(target.question, _observer(case, context, target), bounds=bounds,
+                      expected=target.expected, embedder=embedder, embedder_problem=problem,
+                      retrieval_noise=DECLINE_NOISE if target.expects_decline else None)
     checker.prefetch([target.question, *(p.question for ex in drawn.values() for p in ex)])
 
     results: list[KindResult] = []
-    for kind, strategy, n, key, replay in plans:
-        result = KindResult(kind, drawn[kind], checker.verdicts(drawn[kind]))
-        failing = next(((p, v) for p, v in zip(result.examples, result.verdicts, strict=True)
+    for kind_plan in plans.kinds:
+        examples = drawn[kind_plan.kind]
+        result = KindResult(kind_plan, examples, checker.verdicts(examples))
+        failing = next(((p, v) for p, v in zip(examples, result.verdicts, strict=True)
                         if not v.holds), None)
         if failing is not None:
-            result.shrunk = shrink(strategy, checker, failing, examples=n,
-                                   seed_value=seed_value, replay=replay,
-                                   shrink_calls=max(SHRINK_CALLS, n))
-        store.keep(key, result.shrunk.perturbed if result.shrunk else None)
+            result.shrunk = shrink(kind_plan.strategy, checker, failing,
+                                   examples=kind_plan.examples, seed_value=seed_value,
+                                   replay=kind_plan.replay,
+                                   shrink_calls=max(SHRINK_CALLS, kind_plan.examples))
+        store.keep(kind_plan.key, result.shrunk.perturbed if result.shrunk else None)
         results.append(result)
-    return _outcome(target, results, unscored, seed_value, forced, record_only, checker)
+    return _outcome(target, results, plans.unscored, (seed_value, forced), record_only,
+                    checker)
 
 
-def _skip(kind: str, target: Target, tables: Any, unscored: dict[str, str]) -> bool:
-    reason = not_applicable(kind, target.question, tables)
-    if reason is None and kind == "injection" and target.retrieval_only:
-        reason = "retrieval only: there is no answer to inject into"
-    if reason is not None:
-        unscored[f"{kind}.holds"] = reason
-    return reason is not None
+def plan(target: Target, config: RagbenchConfig, tables: Tables, store: ReplayStore) -> Plans:
+    """The perturbation kinds that apply to the question, with their share of the budget."""
+    plans = Plans()
+    kinds = []
+    for kind in config.perturb:
+        reason = not_applicable(kind, target.question, tables)
+        if reason is None and kind == "injection" and target.retrieval_only:
+            reason = "retrieval only: there is no answer to inject into"
+        if reason is None:
+            kinds.append(kind)
+        else:
+            plans.unscored[keys.holds_metric(kind)] = reason
+    for kind, examples in zip(kinds, split_examples(config.robustness_examples, len(kinds)),
+                              strict=True):
+        key = store.key(target.label, kind, target.question)
+        plans.kinds.append(Plan(kind, strategy_for(kind, target.question, tables), examples,
+                                key, store.fetch(key, kind)))
+    return plans
 
 
 def property_bounds(context: RunContext) -> tuple[dict[str, float], bool]:
@@ -173,9 +206,9 @@ def split_examples(total: int, kinds: int) -> list[int]:
 # -- the system ------------------------------------------------------------------------------
 
 
-def _observer(context: RunContext, target: Target) -> Observe:
+def _observer(case: Any, context: RunContext, target: Target) -> Observe:
     if target.retrieval_only:
-        retriever = context.fixture("ragbench_retriever")
+        retriever = _beir_retriever(case, context)
 
         def retrieve(questions: list[str]) -> list[Observation]:
             found = retriever.retrieve_many(questions, top_k=BEIR_TOP_K)
@@ -185,10 +218,18 @@ def _observer(context: RunContext, target: Target) -> Observe:
     system = context.system()
 
     def answer(questions: list[str]) -> list[Observation]:
-        return [Observation(tuple(a.contexts or ()), str(a.text), getattr(a, "usage", None))
+        return [Observation(tuple(a.contexts or ()), str(a.text), getattr(a, "usage", None),
+                            float(getattr(a, "latency_s", 0.0) or 0.0))
                 for a in ask(context, system, questions, target.history)]
 
     return answer
+
+
+def _beir_retriever(case: Any, context: RunContext) -> Any:
+    """The retriever the ``beir[...]`` items use, indexed on the case's dataset."""
+    from pytest_ragbench.kinds.beir import dataset_retriever
+
+    return dataset_retriever(case, context)
 
 
 def ask(context: RunContext, system: Any, questions: Sequence[str],
@@ -197,13 +238,13 @@ def ask(context: RunContext, system: Any, questions: Sequence[str],
     from pytest_ragbench.system.prefetch import answer_many
     from pytest_ragbench.system.protocols import AnswerRequest
 
-    if context.system_name is None and context.request is not None:
-        prefetch = context.fixture("ragbench_prefetch")
-        requests = {f"{context.nodeid}::{q}": AnswerRequest(q, history) for q in questions}
-        prefetch.submit_answers(system, requests)
-        return [prefetch.answer(key, system, request) for key, request in requests.items()]
-    return answer_many(system, list(questions), [list(history)] * len(questions),
-                       concurrency=context.config.concurrency)
+    if context.request is None:  # outside a pytest item
+        return answer_many(system, list(questions), [list(history)] * len(questions),
+                           concurrency=context.config.concurrency)
+    prefetch = context.fixture("ragbench_prefetch")
+    requests = {f"{context.nodeid}::{q}": AnswerRequest(q, history) for q in questions}
+    prefetch.submit_answers(system, requests)
+    return [prefetch.answer(key, system, request) for key, request in requests.items()]
 
 
 def _embedder(context: RunContext, target: Target) -> tuple[Any, str]:
@@ -219,64 +260,74 @@ def _embedder(context: RunContext, target: Target) -> tuple[Any, str]:
 
 
 def _outcome(target: Target, results: list[KindResult], unscored: dict[str, str],
-             seed_value: Any, forced: bool, record_only: bool, checker: Checker) -> Outcome:
+             seed: tuple[Any, bool], record_only: bool, checker: Checker) -> Outcome:
+    seed_value, forced = seed
     metrics: dict[str, float] = {}
     broken: list[str] = []
     evidence: dict[str, Any] = {"question": target.question}
-    worst: list[str] = []
     for result in results:
-        name = f"{result.kind}.holds"
+        if result.shrunk is not None and result.scored():
+            broken.append(_failure(result, evidence))
+    how = "given with --hypothesis-seed" if forced else "fixed for this item"
+    evidence[keys.SEED] = seed_value
+    evidence["reproduce"] = f"--hypothesis-seed={seed_value} draws these examples again ({how})"
+    lowest: list[str] = []
+    for result in results:
+        name = keys.holds_metric(result.kind)
         if not result.scored():
             reasons = sorted({r for v in result.verdicts for r in v.unscored.values()})
             unscored[name] = "nothing measurable: " + "; ".join(reasons)
             continue
         metrics[name] = 1.0 if result.holds else 0.0
-        values = ", ".join(f"{k} {v:.3f}" for k, v in result.worst().items())
-        worst.append(f"{result.kind} ({len(result.examples)} examples): {values}")
-        if result.shrunk is not None:
-            broken.append(_failure(result, evidence))
-    how = "--hypothesis-seed" if forced else "fixed for this item"
-    evidence["seed"] = (f"{seed_value} ({how}; rerun with --hypothesis-seed={seed_value} "
-                        "to reproduce)")
+        values = ", ".join(f"{k} {v:.3f}" for k, v in result.lowest().items())
+        lowest.append(f"{result.kind} ({len(result.examples)} examples): {values}")
     held = [r.kind for r in results if r.holds and r.scored()]
     evidence["held"] = ", ".join(held) or "(none)"
-    if worst:
-        evidence["lowest values"] = "\n".join(worst)
-    failed_kinds = [r.kind for r in results if r.shrunk is not None]
+    if lowest:
+        evidence["lowest values"] = "\n".join(lowest)
     summary = None
-    if failed_kinds:
-        summary = (f"{len(failed_kinds)} of {len(metrics)} perturbation kinds broke a "
-                   f"property: {', '.join(failed_kinds)}")
-    usage = _usage(checker)
+    if broken:
+        failed = [r.kind for r in results if r.shrunk is not None]
+        summary = (f"{len(failed)} of {len(metrics)} perturbation kinds broke a property: "
+                   f"{', '.join(failed)}")
     return Outcome(metrics=metrics, unscored=unscored,
                    errors=[] if record_only else broken,
                    warnings=broken if record_only else [],
-                   evidence=evidence, usage=usage, summary=summary)
+                   evidence=evidence, usage=_usage(checker, target), summary=summary)
 
 
 def _failure(result: KindResult, evidence: dict[str, Any]) -> str:
     """Add the minimal failing example of a kind to the evidence; return its failure line."""
     assert result.shrunk is not None
     shrunk, kind = result.shrunk, result.kind
-    evidence[f"{kind} minimal question"] = shrunk.perturbed.question
-    evidence[f"{kind} change"] = shrunk.perturbed.change
-    evidence[f"{kind} broke"] = "; ".join(shrunk.verdict.broken)
-    for key, text in shrunk.verdict.details.items():
-        evidence[f"{kind} {key}"] = text
+    evidence[keys.key(kind, keys.MINIMAL)] = shrunk.perturbed.question
+    evidence[keys.key(kind, keys.CHANGE)] = shrunk.perturbed.change
+    evidence[keys.key(kind, keys.BROKE)] = "; ".join(shrunk.verdict.broken)
+    for name, text in shrunk.verdict.details.items():
+        evidence[keys.key(kind, name)] = text
+    notes = []
+    if shrunk.perturbed in result.plan.replay:
+        notes.append("replayed first from the example database (it failed in an earlier run)")
     if not shrunk.shrunk:
-        evidence[f"{kind} note"] = "hypothesis did not reproduce it; shown unshrunk"
+        notes.append("hypothesis did not reproduce it; shown unshrunk")
     elif shrunk.capped:
-        evidence[f"{kind} note"] = (f"shrinking stopped after {shrunk.new_calls} new answers; "
-                                    "a smaller failing question may exist")
+        notes.append(f"shrinking stopped after {shrunk.new_calls} new answers; "
+                     "a smaller failing question may exist")
+    if notes:
+        evidence[keys.key(kind, "note")] = "; ".join(notes)
     return (f"{kind}: {'; '.join(shrunk.verdict.broken)} on the minimal perturbed question "
             f"{shrunk.perturbed.question!r}")
 
 
-def _usage(checker: Checker) -> dict[str, Any]:
+def _usage(checker: Checker, target: Target) -> dict[str, Any]:
+    """The report's usage record: one call per question asked (original and perturbed)."""
+    if target.retrieval_only:
+        return {"retriever": {"calls": checker.asked}}
     prompt = completion = 0
+    latencies = []
     for observation in checker.memo.values():
-        usage = observation.usage
-        prompt += int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion += int(getattr(usage, "completion_tokens", 0) or 0)
+        prompt += int(getattr(observation.usage, "prompt_tokens", 0) or 0)
+        completion += int(getattr(observation.usage, "completion_tokens", 0) or 0)
+        latencies.append(observation.latency_s)
     return {"system": {"calls": checker.asked, "prompt_tokens": prompt,
-                       "completion_tokens": completion}}
+                       "completion_tokens": completion, "latency_s": latencies}}

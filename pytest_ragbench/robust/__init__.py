@@ -6,7 +6,9 @@
 - :mod:`.properties` — RBO, Jaccard@k, expected sources kept, injection resisted.
 - :mod:`.checker` — observes the system and measures an example against the original.
 - :mod:`.search` — the seeded hypothesis search, shrinking, and replay of failures.
+- :mod:`.evidence` — how a record names its results (shared with the report).
 
 The runner is :mod:`pytest_ragbench.kinds.robust`; the report section is
-:mod:`pytest_ragbench.report.robust`. Only :mod:`.collect` is imported at collection time.
+:mod:`pytest_ragbench.report.robustness`. Only :mod:`.collect` is imported at collection
+time, and :mod:`.evidence` at session end.
 """

@@ -26,6 +26,7 @@ class Observation:
     contexts: tuple[Any, ...]
     text: str | None  # None: retrieval only (BEIR)
     usage: Any = None
+    latency_s: float = 0.0
 
     @property
     def ranking(self) -> list[str]:
@@ -48,8 +49,11 @@ class Checker:
 
     def __init__(self, question: str, observe: Observe, *, bounds: dict[str, float],
                  expected: Sequence[str] = (), embedder: Any = None,
-                 embedder_problem: str = "no embedder") -> None:
+                 embedder_problem: str = "no embedder", retrieval_noise: str | None = None
+                 ) -> None:
         self.question = question
+        # Why the retrieved contexts are not compared (an off-topic question retrieves noise).
+        self.retrieval_noise = retrieval_noise
         self.observe = observe
         self.bounds = bounds
         self.expected = tuple(expected)
@@ -114,6 +118,9 @@ class Checker:
         if perturbed.kind == "injection":
             return {"injection_resisted": props.injection_resisted(
                 observation.text, perturbed.payload, original.text)}
+        if self.retrieval_noise is not None:
+            return {**dict.fromkeys(props.RETRIEVAL, Unscored(self.retrieval_noise)),
+                    "answer_similarity": self._answer_similarity(observation)}
         depth = max(len(original.ranking), len(observation.ranking))
         return {
             # the system returned fewer than k contexts: its empty slots match nothing

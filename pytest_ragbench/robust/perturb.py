@@ -13,9 +13,9 @@ Imported only when robustness items run (it imports hypothesis).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
@@ -27,6 +27,7 @@ INSERTED_MARKS = (",", " ...", " -", ";")
 STRIPPED = "?!.,;:"
 SEPARATORS = (" ", "\n", "\n\n")
 MAX_EDITS = 2  # character edits per typo/drop/double example
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class Perturbed:
 
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
+SMALL_RANGE = 100
 
 
 def strategy_for(kind: str, question: str, tables: Tables) -> st.SearchStrategy[Perturbed] | None:
@@ -68,11 +70,37 @@ def not_applicable(kind: str, question: str, tables: Tables) -> str | None:
         return "no letter or digit with keyboard neighbours"
     if kind in ("drop", "double") and not _positions(question, str.isalnum):
         return "no letter or digit"
-    if kind == "case" and not _case_options(question):
+    if kind == "case" and not (_case_options(question) or _shoutable_words(question)):
         return "no letter whose case can change"
     if kind == "synonyms" and not synonym_spans(question, tables):
         return "no word of the question is in the synonym table"
     return None
+
+
+def index(draw: Draw, size: int) -> int:
+    """An index into ``size`` items, drawn only from integer ranges of at most 100 values.
+
+    Hypothesis sometimes swaps an integer draw for a constant (100 or more) found in the
+    local modules loaded at that moment, and which modules are loaded differs between
+    runs (xdist workers, ``-k``), so a wider range would let one seed draw different
+    examples. Shrinks towards 0 like ``st.integers``.
+    """
+    if size <= SMALL_RANGE:
+        return int(draw(st.integers(0, size - 1)))
+    block = index(draw, -(-size // SMALL_RANGE))
+    start = block * SMALL_RANGE
+    return start + int(draw(st.integers(0, min(SMALL_RANGE, size - start) - 1)))
+
+
+def pick(draw: Draw, options: Sequence[T]) -> T:
+    """One of ``options``; shrinks towards the first."""
+    return options[index(draw, len(options))]
+
+
+def pick_some(draw: Draw, size: int, most: int) -> list[int]:
+    """1 to ``most`` distinct indices into ``size`` items, sorted; shrinks towards ``[0]``."""
+    count = int(draw(st.integers(1, max(1, min(most, size)))))
+    return sorted({index(draw, size) for _ in range(count)})
 
 
 # -- character edits ---------------------------------------------------------------------
@@ -84,10 +112,7 @@ def _positions(question: str, keep: Callable[[str], bool]) -> list[int]:
 
 def _edit_positions(draw: Draw, positions: list[int]) -> list[int]:
     """1..MAX_EDITS distinct positions, in text order."""
-    most = min(MAX_EDITS, len(positions))
-    picked = draw(st.lists(st.integers(0, len(positions) - 1), min_size=1, max_size=most,
-                           unique=True))
-    return sorted(positions[i] for i in picked)
+    return [positions[i] for i in pick_some(draw, len(positions), MAX_EDITS)]
 
 
 def _typos(question: str, tables: Tables) -> st.SearchStrategy[Perturbed]:
@@ -99,8 +124,7 @@ def _typos(question: str, tables: Tables) -> st.SearchStrategy[Perturbed]:
         notes = []
         for position in _edit_positions(draw, positions):
             old = question[position]
-            options = tables.neighbours[old.lower()]
-            new = options[draw(st.integers(0, len(options) - 1))]
+            new = pick(draw, tables.neighbours[old.lower()])
             new = new.upper() if old.isupper() else new
             chars[position] = new
             notes.append(f"{old!r}->{new!r} at {position}")
@@ -146,25 +170,27 @@ def _case_options(question: str) -> list[tuple[str, str]]:
     capitalized = _WORD.sub(lambda m: m.group(0)[:1].upper() + m.group(0)[1:], question)
     options = [("lower case", question.lower()), ("upper case", question.upper()),
                ("capitalized words", capitalized), ("swapped case", question.swapcase())]
-    found = [(name, text) for name, text in options if text != question]
-    shoutable = [m for m in _WORD.finditer(question) if m.group(0).upper() != m.group(0)]
-    if shoutable:
-        found.append(("one word upper case", ""))  # the word is drawn
-    return found
+    return [(name, text) for name, text in options if text != question]
+
+
+def _shoutable_words(question: str) -> list[re.Match[str]]:
+    """Words not already in upper case (one of them may be shouted)."""
+    return [m for m in _WORD.finditer(question) if m.group(0).upper() != m.group(0)]
 
 
 def _case(question: str, tables: Tables) -> st.SearchStrategy[Perturbed]:
-    options = _case_options(question)
-    words = [m for m in _WORD.finditer(question) if m.group(0).upper() != m.group(0)]
+    whole = _case_options(question)
+    words = _shoutable_words(question)
 
     @st.composite
     def case(draw: Draw) -> Perturbed:
-        name, text = options[draw(st.integers(0, len(options) - 1))]
-        if name == "one word upper case":
-            word = words[draw(st.integers(0, len(words) - 1))]
-            text = question[:word.start()] + word.group(0).upper() + question[word.end():]
-            name = f"{word.group(0)!r} in upper case"
-        return Perturbed("case", text, name)
+        choice = index(draw, len(whole) + (1 if words else 0))
+        if choice < len(whole):
+            name, text = whole[choice]
+            return Perturbed("case", text, name)
+        word = pick(draw, words)
+        text = question[:word.start()] + word.group(0).upper() + question[word.end():]
+        return Perturbed("case", text, f"{word.group(0)!r} in upper case")
 
     return case()
 
@@ -176,9 +202,8 @@ def _whitespace(question: str, tables: Tables) -> st.SearchStrategy[Perturbed]:
 
     @st.composite
     def whitespace(draw: Draw) -> Perturbed:
-        picked = sorted(draw(st.lists(st.integers(0, gaps - 1), min_size=1,
-                                      max_size=min(3, gaps), unique=True)))
-        inserts = {gap: WHITESPACE[draw(st.integers(0, len(WHITESPACE) - 1))] for gap in picked}
+        picked = pick_some(draw, gaps, 3)
+        inserts = {gap: pick(draw, WHITESPACE) for gap in picked}
         text = inserts.get(0, "")
         start = 0
         for number, position in enumerate(spaces, start=1):
@@ -194,22 +219,22 @@ def _whitespace(question: str, tables: Tables) -> st.SearchStrategy[Perturbed]:
 def _punctuation(question: str, tables: Tables) -> st.SearchStrategy[Perturbed]:
     body = question.rstrip(STRIPPED + " ")
     ending = question[len(body):]
+    endings = [m for m in END_MARKS if m != ending.strip()]
     stripped = question.translate(str.maketrans("", "", STRIPPED))
     word_ends = [m.end() for m in re.finditer(r"\w+", question)][:-1]
+    modes = ["end", *(["strip"] if stripped != question else []),
+             *(["insert"] if word_ends else [])]
 
     @st.composite
     def punctuation(draw: Draw) -> Perturbed:
-        modes = ["end"] + (["strip"] if stripped != question else []) \
-            + (["insert"] if word_ends else [])
-        mode = modes[draw(st.integers(0, len(modes) - 1))]
+        mode = pick(draw, modes)
         if mode == "end":
-            choices = [m for m in END_MARKS if m != ending.strip()]
-            mark = choices[draw(st.integers(0, len(choices) - 1))]
+            mark = pick(draw, endings)
             return Perturbed("punctuation", body + mark, f"ending {ending!r} -> {mark!r}")
         if mode == "strip":
             return Perturbed("punctuation", stripped, "punctuation removed")
-        position = word_ends[draw(st.integers(0, len(word_ends) - 1))]
-        mark = INSERTED_MARKS[draw(st.integers(0, len(INSERTED_MARKS) - 1))]
+        position = pick(draw, word_ends)
+        mark = pick(draw, INSERTED_MARKS)
         return Perturbed("punctuation", question[:position] + mark + question[position:],
                          f"{mark.strip()!r} inserted at {position}")
 
@@ -224,13 +249,13 @@ def _filler(question: str, tables: Tables) -> st.SearchStrategy[Perturbed]:
 
     @st.composite
     def filler(draw: Draw) -> Perturbed:
-        where = ("before", "after", "both")[draw(st.integers(0, 2))]
+        where = pick(draw, ("before", "after", "both"))
         text, notes = question, []
         if where in ("before", "both"):
-            prefix = prefixes[draw(st.integers(0, len(prefixes) - 1))]
+            prefix = pick(draw, prefixes)
             text, notes = f"{prefix} {text}", [f"{prefix!r} before"]
         if where in ("after", "both"):
-            suffix = suffixes[draw(st.integers(0, len(suffixes) - 1))]
+            suffix = pick(draw, suffixes)
             text, notes = f"{text} {suffix}", [*notes, f"{suffix!r} after"]
         return Perturbed("filler", text, "filler " + " and ".join(notes))
 
@@ -253,13 +278,10 @@ def _synonyms(question: str, tables: Tables) -> st.SearchStrategy[Perturbed]:
 
     @st.composite
     def synonyms(draw: Draw) -> Perturbed:
-        picked = sorted(draw(st.lists(st.integers(0, len(spans) - 1), min_size=1,
-                                      max_size=min(3, len(spans)), unique=True)))
         text, last, notes = "", 0, []
-        for index in picked:
-            start, end, key = spans[index]
-            options = tables.synonyms[key]
-            new = options[draw(st.integers(0, len(options) - 1))]
+        for chosen in pick_some(draw, len(spans), 3):
+            start, end, key = spans[chosen]
+            new = pick(draw, tables.synonyms[key])
             old = question[start:end]
             if old[:1].isupper():
                 new = new[:1].upper() + new[1:]
@@ -276,9 +298,9 @@ def _injection(question: str, tables: Tables) -> st.SearchStrategy[Perturbed]:
 
     @st.composite
     def injection(draw: Draw) -> Perturbed:
-        template = templates[draw(st.integers(0, len(templates) - 1))]
-        payload = payloads[draw(st.integers(0, len(payloads) - 1))]
-        separator = SEPARATORS[draw(st.integers(0, len(SEPARATORS) - 1))]
+        template = pick(draw, templates)
+        payload = pick(draw, payloads)
+        separator = pick(draw, SEPARATORS)
         instruction = template.replace("{payload}", payload)
         return Perturbed("injection", f"{question}{separator}{instruction}",
                          f"appended {instruction!r}", payload=payload)

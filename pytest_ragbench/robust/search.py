@@ -10,10 +10,11 @@ The search runs in two passes with the same seed, so both see the same examples:
    already known are reused; shrink steps that need a new answer are capped
    (``shrink_calls``), after which untried candidates count as holding.
 
-Generation is fixed by the seed (``@seed``), so runs are reproducible, and
-``--hypothesis-seed=N`` reruns with the seed a failure printed. Failing examples are
-kept in hypothesis's ``DirectoryBasedExampleDatabase`` under the cache directory and
-replayed first (as explicit examples) on the next run.
+Both passes reject a question drawn before (:class:`Distinct`), so ``examples`` buys that
+many distinct questions. Generation is fixed by the seed (``@seed``), so runs are
+reproducible, and ``--hypothesis-seed=N`` reruns with the seed a failure printed.
+Failing examples are kept in hypothesis's ``DirectoryBasedExampleDatabase`` under the
+cache directory and replayed first (as explicit examples) on the next run.
 
 Imported only when robustness items run (it imports hypothesis).
 """
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from hypothesis import HealthCheck, Phase, Verbosity, example, given, seed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, assume, example, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky
@@ -86,12 +87,33 @@ def run_hypothesis(strategy: st.SearchStrategy[Perturbed], test: Callable[[Pertu
     seed(seed_value)(wrapped)()
 
 
+class Distinct:
+    """Rejects a question drawn before, so that the budget buys distinct questions.
+
+    Hypothesis then draws another (a rejected example does not count towards
+    ``max_examples``). Both passes reject the same way until the first failure, so they
+    generate the same sequence; after it the shrinker may revisit any question.
+    """
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.active = True
+
+    def check(self, perturbed: Perturbed) -> None:
+        """Reject ``perturbed`` (``assume``) when its question was drawn already."""
+        if self.active:
+            assume(perturbed.question not in self.seen)
+            self.seen.add(perturbed.question)
+
+
 def draw(strategy: st.SearchStrategy[Perturbed], *, examples: int, seed_value: Any,
          replay: Sequence[Perturbed] = ()) -> list[Perturbed]:
-    """The examples hypothesis tries for this seed, in order (replayed ones first)."""
+    """The distinct examples hypothesis tries for this seed, in order (replayed ones first)."""
     drawn: list[Perturbed] = []
+    distinct = Distinct()
 
     def record(perturbed: Perturbed) -> None:
+        distinct.check(perturbed)
         drawn.append(perturbed)
 
     run_hypothesis(strategy, record, examples=examples, seed_value=seed_value, replay=replay)
@@ -115,8 +137,10 @@ def shrink(strategy: st.SearchStrategy[Perturbed], checks: Checks,
            replay: Sequence[Perturbed] = (), shrink_calls: int = 20) -> Shrunk:
     """Rerun with the property as the test and return the minimal failing example."""
     budget = {"calls": 0, "capped": 0}
+    distinct = Distinct()
 
     def holds(perturbed: Perturbed) -> None:
+        distinct.check(perturbed)
         if not checks.known(perturbed.question):
             if budget["calls"] >= shrink_calls:
                 budget["capped"] = 1
@@ -124,6 +148,7 @@ def shrink(strategy: st.SearchStrategy[Perturbed], checks: Checks,
             budget["calls"] += 1
         verdict = checks.verdict(perturbed)
         if verdict.broken:
+            distinct.active = False
             raise PropertyBroken(perturbed, verdict)
 
     try:
