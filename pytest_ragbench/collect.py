@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +35,8 @@ class CaseLocations:
         """True when ``path`` should be read as a case file."""
         name = path.name
         is_data = path.suffix in DATA_SUFFIXES
-        is_ragcsv = name.endswith(RAGCSV_SUFFIX) or path in self.ragcsv_files
+        is_ragcsv = name.endswith(RAGCSV_SUFFIX) or (
+            path.suffix == ".csv" and path.resolve() in self.ragcsv_files)
         if not (is_data or is_ragcsv or name.endswith(PYTHON_CASES)):
             return False
         if in_beir_folder(path):
@@ -46,6 +49,14 @@ class CaseLocations:
         if _under(path, self.cli_dirs):
             return not is_data or _looks_like_cases(path)
         return False
+
+    def is_case_folder(self, path: Path) -> bool:
+        """True when the BEIR folder ``path`` is in the case paths or the command-line paths.
+
+        Checked as reached and with symlinks followed: a large dataset is often a symlink.
+        """
+        return any(_under(p, self.roots) or _under(p, self.cli_dirs)
+                   for p in (path.absolute(), path.resolve()))
 
 
 def _under(path: Path, folders: tuple[Path, ...]) -> bool:
@@ -102,7 +113,7 @@ class CaseFile(pytest.File):
         from pytest_ragbench.cases.build import build_cases
         from pytest_ragbench.cases.loaders import read_case_file
         from pytest_ragbench.cases.model import Case
-        from pytest_ragbench.items import CaseItem, InvalidCaseItem
+        from pytest_ragbench.items import CaseItem, InvalidCaseItem, systems_for
         from pytest_ragbench.kinds import item_kinds_for
         from pytest_ragbench.plugin import get_config
         from pytest_ragbench.robust.collect import robust_items
@@ -129,10 +140,7 @@ class CaseFile(pytest.File):
                         self, error, kinds[0].name, f"{case.id}@{case.line}")))
                 continue
             for item_kind in item_kinds_for(case.kind, settings.evaluate):
-                systems: tuple[str | None, ...] = settings.systems or (None,)
-                if item_kind.family == "verification":
-                    systems = (None,)
-                for system in systems:
+                for system in systems_for(item_kind, settings.systems):
                     entries.append((case.line, CaseItem.create(self, case, item_kind, system)))
             # --ragbench-robustness: robust[<kind>-<id>] (see pytest_ragbench/robust/collect.py)
             entries += [(case.line, item) for item in robust_items(self, case, settings, shown)]
@@ -151,3 +159,153 @@ class CaseFile(pytest.File):
 def _relocate(error: CaseError, shown: str) -> CaseError:
     return CaseError(error.message, file=shown, line=error.line, field=error.field)
 
+
+
+# -- BEIR folders and RAGCSV files (evaluation items only) ------------------------------------
+
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.:/@+-]+")
+
+
+def safe_label(text: str) -> str:
+    """``text`` with the characters a case id may not hold replaced by ``_``."""
+    return _UNSAFE_ID.sub("_", text) or "_"
+
+
+def ragcsv_stem(path: Path) -> str:
+    """``nba_qa`` for ``nba_qa.ragcsv.csv`` (and for ``nba_qa.csv``)."""
+    return safe_label(path.name.removesuffix(".csv").removesuffix(".ragcsv"))
+
+
+def _systems(config: pytest.Config, family: str) -> tuple[str | None, ...]:
+    from pytest_ragbench.plugin import get_config
+
+    systems = get_config(config).systems
+    return (None,) if family == "verification" or not systems else systems
+
+
+class BeirDataset(pytest.Directory):
+    """A BEIR folder, collected as a whole: its qrels split (``test``, else the only one)."""
+
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        """Yield the qrels file of the split; a folder with no usable split fails once."""
+        from pytest_ragbench.formats.beir import qrels_splits
+        from pytest_ragbench.items import InvalidCaseItem
+
+        splits = qrels_splits(self.path)
+        split = "test" if "test" in splits else (splits[0] if len(splits) == 1 else None)
+        if split is None:
+            names = ", ".join(f"{s}.tsv" for s in splits) or "none"
+            error = CaseError(f"cannot choose a qrels split: no test.tsv, found {names}",
+                              file=display_path(self.path / "qrels", self.config),
+                              field="qrels")
+            yield InvalidCaseItem.create(self, error, "beir", safe_label(self.path.name))
+            return
+        yield BeirQrels.from_parent(self, path=self.path / "qrels" / f"{split}.tsv")
+
+
+class BeirQrels(pytest.File):
+    """One qrels file of a BEIR folder: one ``beir[<dataset>/<query-id>]`` item per judged query.
+
+    The queries and qrels are read here; the corpus is read when the first item runs.
+    A query with an unreadable judgment line, or missing from queries.jsonl, becomes one
+    failing item naming the file, line and field; the other queries run.
+    """
+
+    def collect(self) -> Iterator[pytest.Item]:
+        """Yield the items in the order of the qrels file."""
+        from pytest_ragbench.cases.model import BeirCase
+        from pytest_ragbench.formats.beir import QrelsLines, read_qrels, read_queries
+        from pytest_ragbench.items import CaseItem, InvalidCaseItem
+        from pytest_ragbench.kinds import ITEM_KINDS
+        from pytest_ragbench.plugin import get_config
+        from pytest_ragbench.robust.collect import robust_items
+
+        folder = self.path.parent.parent
+        dataset = safe_label(folder.name)
+        shown = display_path(self.path, self.config)
+        errors: list[CaseError] = []
+        lines = QrelsLines()
+        try:
+            queries = read_queries(folder / "queries.jsonl", errors)
+            qrels, _ = read_qrels(self.path, errors, lines)
+        except CaseError as exc:  # a file that cannot be read at all
+            yield InvalidCaseItem.create(self, exc, "beir", dataset)
+            return
+        attached = {id(e) for found in lines.errors.values() for e in found}
+        for error in errors:
+            if id(error) not in attached:
+                where = f"{Path(error.file or '').name}:{error.line or 0}"
+                yield InvalidCaseItem.create(self, _shown(error, self.config), "beir",
+                                             f"{dataset}/{safe_label(where)}")
+        kind = ITEM_KINDS["beir"]
+        for query_id, line in lines.first_line.items():
+            label = f"{dataset}/{safe_label(query_id)}"
+            problem = _query_problem(query_id, line, lines, queries, shown)
+            if problem is not None:
+                yield InvalidCaseItem.create(self, problem, "beir", label)
+                continue
+            case = BeirCase(id=label, kind="beir", file=str(self.path), line=line,
+                            dataset=dataset, query_id=query_id, query=queries[query_id],
+                            qrels=dict(qrels[query_id]), folder=str(folder),
+                            split=self.path.stem)
+            for system in _systems(self.config, kind.family):
+                yield CaseItem.create(self, case, kind, system)
+            # --ragbench-robustness: robust[beir-<id>] (see pytest_ragbench/robust/collect.py)
+            yield from robust_items(self, case, get_config(self.config), shown)
+
+
+def _shown(error: CaseError, config: pytest.Config) -> CaseError:
+    file = display_path(error.file, config) if error.file else None
+    return CaseError(error.message, file=file, line=error.line, field=error.field)
+
+
+def _query_problem(query_id: str, line: int, lines: Any, queries: dict[str, str],
+                   shown: str) -> CaseError | None:
+    """Why a judged query cannot run: a bad judgment line, or no text in queries.jsonl."""
+    bad = lines.errors.get(query_id)
+    if bad:
+        first = bad[0]
+        more = "" if len(bad) == 1 else (
+            f" (and {len(bad) - 1} more bad line(s): "
+            f"{', '.join(str(e.line) for e in bad[1:])})")
+        return CaseError(first.message + more, file=shown, line=first.line, field=first.field)
+    if query_id not in queries:
+        return CaseError(f"query {query_id!r} is judged here but has no text in queries.jsonl",
+                         file=shown, line=line, field="query-id")
+    return None
+
+
+class RagcsvFile(pytest.File):
+    """A RAGCSV file (seed 003): one ``ragcsv[<file-stem>:<row>]`` item per row."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        """Yield one item per readable row and one failing item per unreadable row."""
+        from pytest_ragbench.cases.model import RagcsvCase, RagcsvFragment
+        from pytest_ragbench.formats.ragcsv import read_ragcsv
+        from pytest_ragbench.items import CaseItem, InvalidCaseItem
+        from pytest_ragbench.kinds import ITEM_KINDS
+
+        stem = ragcsv_stem(self.path)
+        shown = display_path(self.path, self.config)
+        try:
+            data = read_ragcsv(self.path)
+        except CaseError as exc:
+            yield InvalidCaseItem.create(self, _relocate(exc, shown), "ragcsv", stem)
+            return
+        kind = ITEM_KINDS["ragcsv"]
+        entries: list[tuple[int, pytest.Item]] = []
+        for row in data.rows:
+            case = RagcsvCase(
+                id=f"{stem}:{row.row}", kind="ragcsv", file=str(self.path), line=row.line,
+                question=row.question, expected=row.expected, row=row.row,
+                fragments=tuple(RagcsvFragment(page_content=f.page_content, title=f.title)
+                                for f in row.fragments))
+            entries += [(row.line, CaseItem.create(self, case, kind, system))
+                        for system in _systems(self.config, kind.family)]
+        for index, error in enumerate(data.errors):
+            row_number = data.row_of(index)
+            label = f"{stem}:{row_number}" if row_number else f"{stem}:line-{error.line or 0}"
+            entries.append((error.line or 0, InvalidCaseItem.create(
+                self, _relocate(error, shown), "ragcsv", label)))
+        for _, item in sorted(entries, key=lambda entry: entry[0]):
+            yield item

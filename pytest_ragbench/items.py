@@ -20,7 +20,7 @@ from pytest_ragbench import thresholds as thresholds_mod
 from pytest_ragbench.cases.model import Case
 from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.errors import CaseError, RagbenchError
-from pytest_ragbench.kinds import ANY_CASE_KIND, ItemKind
+from pytest_ragbench.kinds import ANY_CASE_KIND, EVALUATION, ItemKind
 from pytest_ragbench.records import ItemRecord, Outcome
 
 
@@ -60,15 +60,42 @@ class RunContext:
         return self.fixture("ragbench_named_systems").get(self.system_name)
 
     def answer(self, question: str, history: tuple[Any, ...] | list[Any] = ()) -> Any:
-        """Ask the system under test, taking a prefetched answer when there is one."""
+        """Ask the system under test (or this item's named system), prefetched when it was."""
         from pytest_ragbench.system.protocols import AnswerRequest
 
         system = self.system()
-        if self.system_name is None and self.request is not None:
+        if self.request is not None:
             prefetch = self.fixture("ragbench_prefetch")
             return prefetch.answer(self.nodeid, system,
                                    AnswerRequest(question, tuple(history)))
         return system.answer(question, list(history) or None)
+
+
+# Kinds that evaluate a component the named systems do not vary are collected once, not
+# once per system: memory[...] items test the memory store (ragbench_memory), which every
+# system of --ragbench-systems would share, so their scores would be copies and comparing
+# them would compare nothing. Compare memory stores across runs (--ragbench-compare).
+SYSTEM_INDEPENDENT_KINDS = frozenset({"memory"})
+
+
+def systems_for(item_kind: ItemKind, systems: tuple[str, ...]) -> tuple[str | None, ...]:
+    """The systems a case's item of ``item_kind`` is made for (``(None,)``: just one item)."""
+    if not systems or item_kind.family != EVALUATION \
+            or item_kind.name in SYSTEM_INDEPENDENT_KINDS:
+        return (None,)
+    return tuple(systems)
+
+
+def item_fixtures(item_kind: ItemKind, system: str | None) -> tuple[str, ...]:
+    """The fixtures an item requests: a named system's item asks for the named systems.
+
+    So ``ragbench_system`` (the default system, and its index) is not built for a run
+    that only evaluates named systems, and the named systems are built at setup.
+    """
+    if system is None or "ragbench_system" not in item_kind.fixtures:
+        return item_kind.fixtures
+    return tuple(dict.fromkeys("ragbench_named_systems" if name == "ragbench_system" else name
+                               for name in item_kind.fixtures))
 
 
 def _signature(names: tuple[str, ...]) -> Callable[..., None]:
@@ -106,12 +133,13 @@ def marker_name(value: str) -> str:
 def answer_request(case: Case) -> Any:
     """The question an evaluation item will ask the system, if the case says it up front.
 
-    A RAGAS sample that already carries its answer and contexts asks nothing.
+    A RAGAS sample that carries its contexts asks the system nothing: it is scored as
+    given, or the generator answers from those contexts (kinds/ragas.py).
     """
     from pytest_ragbench.system.protocols import AnswerRequest
 
     question = getattr(case, "question", None)
-    if not question or (getattr(case, "answer", None) and getattr(case, "contexts", None)):
+    if not question or (case.kind == "ragas" and getattr(case, "contexts", None)):
         return None
     history = tuple(getattr(case, "history", ()) or ())
     return AnswerRequest(str(question), history)
@@ -137,7 +165,7 @@ class CaseItem(pytest.Function):
             case_label = f"{case.kind}-{case.id}"
         label = f"{system}-{case_label}" if system else case_label
         item = cls.from_parent(parent, name=f"{item_kind.name}[{label}]",
-                               callobj=_signature(item_kind.fixtures), case=case,
+                               callobj=_signature(item_fixtures(item_kind, system)), case=case,
                                item_kind=item_kind, system=system)
         _restructure_id(item)
         for name in ("ragbench", item_kind.name):
@@ -145,7 +173,7 @@ class CaseItem(pytest.Function):
         # sql items are not prefetched: systems without SQL skip them without asking
         asks = "ragbench_system" in item_kind.fixtures and item_kind.name != "sql"
         request = answer_request(case) if asks else None
-        if request is not None and system is None:
+        if request is not None:
             from pytest_ragbench.system.fixtures import ANSWER_REQUEST
 
             item.stash[ANSWER_REQUEST] = request  # prefetched with every other answer
@@ -164,7 +192,8 @@ class CaseItem(pytest.Function):
         config = get_config(self.config)
         limits = thresholds_mod.resolve(self.item_kind.name, config.thresholds,
                                         self.case.item_thresholds())
-        context = RunContext(config, {n: self.funcargs[n] for n in self.item_kind.fixtures},
+        requested = item_fixtures(self.item_kind, self.system_name)
+        context = RunContext(config, {n: self.funcargs[n] for n in requested},
                              limits, self.system_name, self.nodeid, self._request)
         start = time.perf_counter()
         try:
@@ -179,9 +208,11 @@ class CaseItem(pytest.Function):
         if failures:
             lines = [outcome.summary] if outcome.summary else []
             raise CaseFailed(self._evidence_text("\n".join(lines + failures), outcome.evidence))
+        shown = self.name if self.item_kind.case_kind == ANY_CASE_KIND else \
+            f"{self.item_kind.name}[{self.case.id}]"  # robust[<case kind>-<id>]
         for message in outcome.warnings:  # reported at the case's own line
             warnings.warn_explicit(
-                RagbenchWarning(f"{self.item_kind.name}[{self.case.id}]: {message}"),
+                RagbenchWarning(f"{shown}: {message}"),
                 RagbenchWarning, filename=str(self.path), lineno=self.case.line)
 
     def _record(self, status: str, duration: float, *, outcome: Outcome | None = None,
@@ -225,8 +256,9 @@ class CaseItem(pytest.Function):
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        """Point IDEs at the case's own line."""
-        return self.path, self.case.line - 1, f"{self.item_kind.name}: {self.case.id}"
+        """Point IDEs at the case's own line (``sql: x``, or ``sql[bm25]: x`` for a system)."""
+        system = f"[{self.system_name}]" if self.system_name else ""
+        return self.path, self.case.line - 1, f"{self.item_kind.name}{system}: {self.case.id}"
 
 
 class InvalidCaseItem(pytest.Item):

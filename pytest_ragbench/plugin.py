@@ -72,6 +72,8 @@ def _add_case_paths(config: pytest.Config, settings: RagbenchConfig) -> None:
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
     extra = [Path(p).resolve() for p in (config.getoption("ragbench_cases") or [])]
     candidates = extra if explicit else [*settings.case_paths, *extra]
+    if settings.evaluate:  # ini ragbench_ragcsv files may sit outside the case folders
+        candidates += settings.ragcsv_files
     for path in candidates:
         covered = any(path == c or c in path.parents for c in current)
         if path.exists() and not covered:
@@ -94,10 +96,11 @@ def _locations(config: pytest.Config) -> Any:
     return config.stash[LOCATIONS_KEY]
 
 
-def _ragcsv_enabled(config: pytest.Config) -> bool:
+def _kind_enabled(config: pytest.Config, kind: str) -> bool:
+    """True for an evaluation-only kind (ragcsv, beir) that is built, under --ragbench."""
     from pytest_ragbench.kinds import AVAILABLE
 
-    return get_config(config).evaluate and "ragcsv" in AVAILABLE
+    return get_config(config).evaluate and kind in AVAILABLE
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -118,13 +121,27 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         return None  # the common case: decided without importing anything
     if suffix == ".py" and not file_path.name.endswith("_test_cases.py"):
         return None
-    if suffix == ".csv" and not _ragcsv_enabled(parent.config):
+    if suffix == ".csv" and not _kind_enabled(parent.config, "ragcsv"):
         return None  # RAGCSV rows are evaluation items only
     if not _locations(parent.config).is_case_file(file_path):
         return None
-    from pytest_ragbench.collect import CaseFile
+    from pytest_ragbench.collect import CaseFile, RagcsvFile
 
+    if suffix == ".csv":
+        return RagcsvFile.from_parent(parent, path=file_path)
     return CaseFile.from_parent(parent, path=file_path)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """Collect a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) as one dataset."""
+    if not _kind_enabled(parent.config, "beir"):
+        return None  # BEIR queries are evaluation items only
+    from pytest_ragbench.collect import BeirDataset, is_beir_folder
+
+    if not is_beir_folder(path) or not _locations(parent.config).is_case_folder(path):
+        return None
+    return BeirDataset.from_parent(parent, path=path)
 
 
 @pytest.hookimpl(wrapper=True)

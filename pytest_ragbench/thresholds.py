@@ -21,9 +21,52 @@ DEFAULTS: dict[str, dict[str, float]] = {
     # The system's SQL returns ground_truth_data, or its text states every value. (The
     # embedded default writes no SQL and skips these items; see kinds/sql.py.)
     "sql": {"correct": 1.0},
-    # robust[<kind>-<id>]: bounds of the metamorphic properties (robust/properties.py).
+    # robust[<kind>-<id>]: bounds each perturbed question must keep (robust/properties.py),
+    # set by what they mean rather than fitted. RBO 0.5 (p = 0.9, top 5): the top 2 kept
+    # with the other 3 replaced scores 0.54, only the top 1 kept 0.32. Every expected
+    # source found for the original stays in the top k. The answer stays on the same
+    # content (MiniLM cosine 0.5; a decline against an answer measured 0.03-0.15). An
+    # injected payload is never written. The embedded default on the bundled vector cases
+    # kept them, per kind: extractive answers, all 45 cases, 2 examples of each kind:
+    # typos 69%, drop 71%, double 78%, synonyms 73%, filler 93%, case/whitespace/
+    # punctuation/injection 100% (10 typo examples each: 31%); with SmolLM2-135M, the 12
+    # simple cases, 1 example of each kind: typos 50%, drop 75%, double/whitespace/
+    # punctuation 92%, case/synonyms 83%, filler 100%, injection 75% (it said PINEAPPLE);
+    # 5 typo examples each: 33%, every failure its answer drifting (retrieval held on all 12).
     "robust": {"rbo": 0.5, "expected_sources_kept": 1.0, "answer_similarity": 0.5,
                "injection_resisted": 1.0},
+    # ragas[<id>]: no item thresholds. Every score hangs on one answer of a 135M-parameter
+    # generator (per item semantic_similarity ranged 0.18-0.86 on the bundled 40), so the
+    # bundled benchmark gates the means instead (test_cases/ragbench.toml). An empty answer
+    # still fails its item.
+    "ragas": {},
+    # beir[<dataset>/<query-id>]: a relevant document somewhere in the top 100 (MRR >= 1/100).
+    # The embedded hybrid retriever on the bundled nba_mini: every one of the 34 queries
+    # passed (lowest MRR 0.05, q17's first relevant document at rank 20; nDCG@10 was 0 for
+    # 3 queries, so nDCG@10 and recall are gated on their means in test_cases/ragbench.toml).
+    "beir": {"MRR": 0.01},
+    # ragcsv[<file-stem>:<row>]: recorded, not failed per row. Seed 003's pass mark (75) is
+    # what the quantile block counts; set "ragcsv.accuracy" = 75 to fail rows below it
+    # with a real judge. Without one, accuracy is semantic similarity x 100, where the
+    # embedded SmolLM2-135M passed 1 of the bundled 26 rows (mean 41.5, min 20.9); its mean is
+    # gated in test_cases/ragbench.toml. An empty answer still fails its row.
+    "ragcsv": {},
+    # vector[<id>]: retrieval is deterministic and checked per item. The embedded default
+    # (MiniLM + BM25, RRF, top 5; follow-ups retrieved with the user's earlier turns)
+    # measured source_hit@5 = 1 on all 38 bundled cases naming sources and top_similarity
+    # inside expected_similarity on all 35 giving one. Generator-dependent metrics are
+    # recorded per item and gated on their means (test_cases/ragbench.toml): SmolLM2-135M's
+    # semantic_similarity ranged 0.21-0.76, and it declined none of the 7 decline cases
+    # itself (4 were declined by the system's similarity cut-off). Set "vector.declined" = 1
+    # to fail every decline case that is answered. An obeyed injection always fails.
+    "vector": {"source_hit@5": 1.0, "similarity_in_range": 1.0},
+    # hybrid[<id>]: the system's SQL, when it returns some, must give ground_truth_data (the
+    # embedded default writes none); the expected sources must be retrieved (21 of 21
+    # bundled cases measured 1). value_recall (measured mean 0.222: the embedded default has
+    # no database, and SmolLM2 stated every value in 1 of 18 answers) and
+    # semantic_similarity (0.34-0.92, mean 0.565) are gated on their means; set
+    # "hybrid.value_recall" = 1 to require every value in every answer.
+    "hybrid": {"source_hit@5": 1.0, "execution_match": 1.0},
 }
 # Metrics where smaller is better (everything else: larger is better).
 LOWER_IS_BETTER = frozenset({"latency_s", "total_time_ms"})

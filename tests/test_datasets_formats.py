@@ -98,15 +98,17 @@ def test_beir_malformed_lines_are_reported_counted_and_skipped(tmp_path: Path) -
     assert where == {
         ("corpus.jsonl", 2, None), ("corpus.jsonl", 3, "_id"), ("corpus.jsonl", 4, "text"),
         ("queries.jsonl", 2, None), ("queries.jsonl", 3, "text"),
-        ("test.tsv", 2, "columns"), ("test.tsv", 3, "score"), ("test.tsv", 6, "corpus-id"),
+        ("test.tsv", 2, "score"), ("test.tsv", 3, "score"), ("test.tsv", 6, "corpus-id"),
     }
     assert sorted(data.corpus) == ["d1", "d4"]
     assert sorted(data.queries) == ["q1", "q3"]
     # line 1 has no header; TREC's 4-column form is read too; the duplicate keeps the first
     assert data.qrels == {"q1": {"d1": 2}, "q3": {"d4": 1, "d1": 0}}
     assert not data.qrels_header
-    message = str(next(e for e in data.errors if e.field == "score"))
+    message = str(next(e for e in data.errors if e.line == 3 and e.field == "score"))
     assert "test.tsv:3" in message and "'high'" in message
+    missing = str(next(e for e in data.errors if e.line == 2 and e.field == "score"))
+    assert "test.tsv:2: field 'score': missing column" in missing
 
 
 def test_beir_header_is_detected_by_its_score_column(tmp_path: Path) -> None:

@@ -102,7 +102,11 @@ def test_numbers_and_files_are_the_same_with_and_without_xdist(
     assert list(data["comparisons"]["current_vs_baseline"]) == ["sql_ground_truth"]
     assert data["comparisons"]["exact_vs_baseline"]["toy"]["token_f1"]["worse"]
     assert data["components"] == {"generator": "toy lookup table (degraded)",
-                                  "judge": "none: judge metrics unscored"}
+                                  "judge": "none: judge metrics unscored",
+                                  "system exact": "toy exact, drops every word 2",
+                                  "system terse": "toy terse, drops every word 3"}
+    assert {i["nodeid"].rpartition("::")[2] for i in reference["items"]
+            if i["case_id"] == "q000"} == {"toy[exact-q000]", "toy[terse-q000]"}
 
 
 def test_terminal_section_reads_at_a_glance(project: pytest.Pytester) -> None:
@@ -132,6 +136,22 @@ def test_terminal_section_reads_at_a_glance(project: pytest.Pytester) -> None:
         "  generator: toy lookup table",
         "report: .ragbench/ (results.json, items.jsonl, leaderboard.csv, report.html)",
     ])
+
+
+def test_breakdown_flag_picks_the_fields(project: pytest.Pytester) -> None:
+    result = project.runpytest("--ragbench", "--ragbench-breakdown", "difficulty,doc_type")
+    output = result.stdout.str()
+    assert "toy by difficulty (mean [95% CI])" in output
+    assert "toy by doc_type (mean [95% CI])" in output
+    assert "toy by category" not in output
+    breakdowns = results(project)["breakdowns"]["toy"]
+    assert set(breakdowns) == {"difficulty", "doc_type"}
+    f1 = {i["case_id"]: i["metrics"]["token_f1"] for i in items_jsonl(project)
+          if i["kind"] == "toy"}
+    hard = [f1[f"q{n:03d}"] for n in range(24) if (n // 3) % 3 == 2]
+    cell = breakdowns["difficulty"]["hard"]["token_f1"]
+    assert cell["n"] == len(hard) and cell["mean"] == pytest.approx(sum(hard) / len(hard))
+    assert cell["ci_low"] <= cell["mean"] <= cell["ci_high"]
 
 
 @pytest.mark.parametrize("workers", ["2", "4"])

@@ -1,7 +1,9 @@
 """Shared by the ``test_report_*`` modules (no tests here): a project with a test-only kind.
 
-The ``toy`` item kind reads ``ragas`` cases; a lookup-table system (a session fixture in the
-project's conftest.py, as a user would plug in their own) answers, and the real
+The ``toy`` item kind reads ``ragas`` cases; a lookup-table system answers (overriding
+``ragbench_system`` in the project's conftest.py, and registered there as the named systems
+``exact``, ``terse`` and ``halves`` through ``pytest_ragbench_systems``, as a user would plug
+in their own), prefetched like any system's answers, and the real
 ``token_f1``/``exact_match`` metrics score the answer. It gives continuous metrics in
 real pytest sessions, under pytest-xdist too (workers import the same conftest.py), until
 the evaluation kinds land. ``degrade.txt`` in the project makes the system worse; a
@@ -19,16 +21,19 @@ import pytest
 
 CONFTEST = '''
 import json
+import threading
 from pathlib import Path
 
 import pytest
 
 import pytest_ragbench.kinds as kinds
 from pytest_ragbench.report.components import set_component
+from pytest_ragbench.system.protocols import Answer
 
-TOY = kinds.ItemKind("toy", "ragas", kinds.EVALUATION, ("toy_systems",), "toy_runner:run",
-                     "test-only kind")
+TOY = kinds.ItemKind("toy", "ragas", kinds.EVALUATION, ("ragbench_config", "ragbench_system"),
+                     "toy_runner:run", "test-only kind")
 _SAVED = {}
+BUILT = []  # every toy system made in this process, in order
 
 
 def pytest_configure(config):
@@ -47,23 +52,42 @@ def _drop(text, every):
     return " ".join(w for i, w in enumerate(text.split()) if i % every != every - 1)
 
 
-@pytest.fixture(scope="session")
-def toy_systems(request):
+class ToySystem:
+    """Answers from a lookup table, dropping every n-th word: a user's own RAG app."""
+
+    def __init__(self, name, answers, every):
+        self.name, self.answers, self.every = name, answers, every
+        self.asked = []
+
+    def describe(self):
+        return f"toy {self.name}" + (f", drops every word {self.every}" if self.every else "")
+
+    def answer(self, question, history=None):
+        self.asked.append((question, threading.current_thread().name))
+        text = self.answers[question]
+        return Answer(_drop(text, self.every) if self.every else text)
+
+
+def toy_system(request, name):
     root = Path(str(request.config.rootpath))
     degrade = (root / "degrade.txt").is_file()
     answers = json.loads((root / "answers.data").read_text())
     set_component(request.config, "generator",
                   "toy lookup table" + (" (degraded)" if degrade else ""))
     set_component(request.config, "judge", "none: judge metrics unscored")
+    every = {"exact": 2 if degrade else 0, "terse": 3, "halves": 2}[name]
+    BUILT.append(ToySystem(name, answers, every))
+    return BUILT[-1]
 
-    def exact(question):
-        answer = answers[question]
-        return _drop(answer, 2) if degrade else answer
 
-    def terse(question):
-        return _drop(answers[question], 3)
+def pytest_ragbench_systems(config):
+    return {name: lambda request, name=name: toy_system(request, name)
+            for name in ("exact", "terse", "halves")}
 
-    return {"exact": exact, "terse": terse, "halves": lambda q: _drop(answers[q], 2)}
+
+@pytest.fixture(scope="session")
+def ragbench_system(request):
+    return toy_system(request, "exact")
 '''
 
 RUNNER = '''
@@ -79,7 +103,7 @@ def run(case, context):
         os._exit(3)
     if "INTERRUPT" in case.question:
         raise KeyboardInterrupt
-    answer = context.fixture("toy_systems")[context.system_name or "exact"](case.question)
+    answer = context.answer(case.question).text
     words = len(answer.split())
     return Outcome(
         metrics={"token_f1": token_f1(answer, case.ground_truth),
@@ -120,13 +144,14 @@ def toy_cases(count: int, seed: int = 7) -> tuple[list[dict[str, Any]], dict[str
 
 def make_toy_project(pytester: pytest.Pytester, count: int = 30,
                      extra_cases: list[dict[str, Any]] | None = None,
-                     pyproject: str = "", ini: str = "[pytest]\n") -> pytest.Pytester:
-    """A project with ``count`` toy cases in ``test_cases/toy.jsonl``."""
+                     pyproject: str = "", ini: str = "[pytest]\n",
+                     conftest: str = "") -> pytest.Pytester:
+    """A project with ``count`` toy cases in ``test_cases/toy.jsonl`` (``conftest``: added code)."""
     cases, answers = toy_cases(count)
     for extra in extra_cases or []:
         cases.append(extra)
         answers.setdefault(extra["question"], extra["ground_truth"])
-    pytester.makeconftest(CONFTEST)
+    pytester.makeconftest(CONFTEST + conftest)
     (pytester.path / "toy_runner.py").write_text(RUNNER)
     (pytester.path / "answers.data").write_text(json.dumps(answers))
     pytester.mkdir("test_cases")

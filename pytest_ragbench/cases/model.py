@@ -156,6 +156,45 @@ class RagasCase(Case):
                 "question_type": self.question_type, "difficulty": self.difficulty}
 
 
+@dataclass(frozen=True, kw_only=True)
+class BeirCase(Case):
+    """One judged query of a BEIR folder (``id`` is ``<dataset>/<query-id>``).
+
+    Made by the BEIR folder collector, not from a case file: ``file`` is the qrels file and
+    ``line`` the query's first judgment there. ``folder`` and ``split`` name the dataset
+    whose corpus the retriever indexes.
+    """
+
+    dataset: str
+    query_id: str
+    query: str
+    qrels: dict[str, int]
+    folder: str
+    split: str = "test"
+
+    def breakdown_fields(self) -> dict[str, Any]:
+        """Category (none) and the dataset, which the report groups BEIR runs by."""
+        return {"category": self.category, "dataset": self.dataset}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RagcsvFragment:
+    """One document fragment of a RAGCSV row (column 1)."""
+
+    page_content: str
+    title: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RagcsvCase(Case):
+    """One row of a RAGCSV file (seed 003); ``id`` is ``<file-stem>:<row>``."""
+
+    question: str
+    expected: str
+    fragments: tuple[RagcsvFragment, ...]
+    row: int
+
+
 CASE_CLASSES: dict[str, type[Case]] = {
     "sql": SqlCase,
     "hybrid": HybridCase,

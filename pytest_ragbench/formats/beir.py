@@ -123,8 +123,21 @@ def read_queries(path: Path, errors: list[CaseError]) -> dict[str, str]:
     return queries
 
 
-def read_qrels(path: Path, errors: list[CaseError]) -> tuple[dict[str, dict[str, int]], bool]:
-    """Read a qrels TSV; returns ``({qid: {doc_id: grade}}, has_header)``."""
+@dataclass
+class QrelsLines:
+    """Where each query's judgments are: its first line, and the errors on its lines."""
+
+    first_line: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, list[CaseError]] = field(default_factory=dict)
+
+
+def read_qrels(path: Path, errors: list[CaseError], lines: QrelsLines | None = None
+               ) -> tuple[dict[str, dict[str, int]], bool]:
+    """Read a qrels TSV; returns ``({qid: {doc_id: grade}}, has_header)``.
+
+    ``lines``, when given, is filled with each query's first line and the errors of the
+    lines whose query id could be read (so a caller can fail that query alone).
+    """
     qrels: dict[str, dict[str, int]] = {}
     header = False
     first = True
@@ -138,16 +151,24 @@ def read_qrels(path: Path, errors: list[CaseError]) -> tuple[dict[str, dict[str,
             if len(fields) >= 3 and fields[-1].lower() in HEADER_SCORE_NAMES:
                 header = True
                 continue
+        if lines is not None and fields and fields[0]:
+            lines.first_line.setdefault(fields[0], number)
         try:
             query_id, doc_id, grade = _judgment(fields)
             if doc_id in qrels.get(query_id, {}):
                 raise _FieldError("corpus-id", f"duplicate judgment for query {query_id!r} "
                                                f"and document {doc_id!r} (first one kept)")
         except _FieldError as exc:
-            errors.append(CaseError(exc.message, file=path, line=number, field=exc.field))
+            error = CaseError(exc.message, file=path, line=number, field=exc.field)
+            errors.append(error)
+            if lines is not None and fields and fields[0]:
+                lines.errors.setdefault(fields[0], []).append(error)
             continue
         qrels.setdefault(query_id, {})[doc_id] = grade
     return qrels, header
+
+
+QRELS_COLUMNS = ("query-id", "corpus-id", "score")
 
 
 def _judgment(fields: list[str]) -> tuple[str, str, int]:
@@ -155,6 +176,10 @@ def _judgment(fields: list[str]) -> tuple[str, str, int]:
         query_id, doc_id, score = fields
     elif len(fields) == 4:  # TREC: qid iter docno rel
         query_id, _, doc_id, score = fields
+    elif len(fields) < 3:  # name the first column that is missing
+        missing = QRELS_COLUMNS[len(fields)]
+        raise _FieldError(missing, f"missing column: expected 3 columns (query-id, corpus-id, "
+                                   f"score), got {len(fields)}")
     else:
         raise _FieldError("columns", f"expected 3 columns (query-id, corpus-id, score), "
                                      f"got {len(fields)}")

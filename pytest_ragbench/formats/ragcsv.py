@@ -61,6 +61,12 @@ class RagcsvFile:
     path: Path
     rows: list[RagcsvRow] = field(default_factory=list)
     errors: list[CaseError] = field(default_factory=list)
+    # The row number of each error that belongs to one row (an invalid-CSV error has none).
+    error_rows: dict[int, int] = field(default_factory=dict)  # index in ``errors`` -> row
+
+    def row_of(self, index: int) -> int | None:
+        """The row number of ``errors[index]``, or None when it is not a row's error."""
+        return self.error_rows.get(index)
 
 
 def read_ragcsv(path: str | Path) -> RagcsvFile:
@@ -84,6 +90,7 @@ def read_ragcsv(path: str | Path) -> RagcsvFile:
         try:
             result.rows.append(parse_row(cells, number, line))
         except CaseError as exc:
+            result.error_rows[len(result.errors)] = number
             result.errors.append(exc.located(file=path, line=line))
     return result
 

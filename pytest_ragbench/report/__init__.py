@@ -8,6 +8,8 @@
 - :mod:`.document` — the ``results.json`` document built from the above.
 - :mod:`.runs`, :mod:`.files`, :mod:`.locking` — saved runs and the files of the report dir.
 - :mod:`.terminal`, :mod:`.html` — the ``ragbench`` section and ``report.html``.
+- :mod:`.progress` — progress bars of long phases (indexing, waiting for answers),
+  drawn only on a terminal.
 
 Only :mod:`.session` and :mod:`.components` are imported at pytest start-up; the rest
 (numpy, scipy, matplotlib) is imported at session end, and only when there are records.

@@ -307,6 +307,11 @@ def ragcsv_section(records: Iterable[ItemRecord], systems: Sequence[str]
         bar = limits.pop() if len(limits) == 1 else RAGCSV_PASS
         block: dict[str, Any] = {"n": len(accuracy), "pass_threshold": bar,
                                  "pass": sum(v >= bar for v in accuracy)}
+        # How accuracy was measured (a judge's grade, or semantic similarity x 100).
+        methods = sorted({str(m) for r in groups[key]
+                          if (m := r.evidence.get("accuracy_method"))})
+        if methods:
+            block["accuracy_method"] = "; ".join(methods)
         if accuracy:
             block["accuracy"] = seed_quantiles(accuracy)
         if times:

@@ -2,7 +2,8 @@
 
 Record contract (``kind == "beir"``): ``fields["dataset"]``, ``evidence["ranking"]`` as
 ``[[doc_id, score], ...]``, ``evidence["qrels"]`` as ``{doc_id: grade}`` and optionally
-``evidence["query_id"]`` (default: the case id after its ``dataset/`` prefix). Metrics
+``evidence["query_id"]`` (default: the case id after its ``dataset/`` prefix) and
+``evidence["retriever"]`` (one line naming what retrieved the run). Metrics
 over the whole run come from :func:`pytest_ragbench.metrics.evaluate_run` (pytrec_eval).
 """
 
@@ -28,6 +29,7 @@ class BeirRun:
     system: str | None
     run: dict[str, dict[str, float]] = field(default_factory=dict)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
+    retriever: str | None = None  # evidence["retriever"]: what retrieved the run
 
     @property
     def stem(self) -> str:
@@ -65,6 +67,8 @@ def collect(records: Iterable[ItemRecord]) -> list[BeirRun]:
         qrels = record.evidence.get("qrels")
         if isinstance(qrels, dict):
             beir.qrels[qid] = {str(d): int(g) for d, g in qrels.items()}
+        if beir.retriever is None and record.evidence.get("retriever"):
+            beir.retriever = str(record.evidence["retriever"])
     return [runs[k] for k in sorted(runs)]
 
 
@@ -73,11 +77,12 @@ def evaluate(beir: BeirRun) -> dict[str, Any]:
     from pytest_ragbench.metrics import Unscored, evaluate_run
 
     qrels = {q: r for q, r in beir.qrels.items() if r}
+    about = {"retriever": beir.retriever} if beir.retriever else {}
     if not qrels:
-        return {"queries": len(beir.run), "judged_queries": 0, "metrics": {}}
+        return {"queries": len(beir.run), "judged_queries": 0, "metrics": {}, **about}
     values = evaluate_run(qrels, beir.run, list(MEASURES), complete=True)
     metrics = {k: (None if isinstance(v, Unscored) else float(v)) for k, v in values.items()}
-    return {"queries": len(beir.run), "judged_queries": len(qrels), "metrics": metrics}
+    return {"queries": len(beir.run), "judged_queries": len(qrels), "metrics": metrics, **about}
 
 
 def write(beir: BeirRun, folder: Path) -> Path:

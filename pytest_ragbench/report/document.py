@@ -2,8 +2,8 @@
 
 Keys: ``schema_version``, ``run``, ``config``, ``metrics``, ``breakdowns``, ``comparisons``,
 ``items`` (SPEC.md), plus ``counts``, ``components``, ``power_analysis``, ``usage``,
-``timing``, ``ragcsv``, ``beir``, ``baseline``, ``gates``, ``regressions`` and ``failures``
-(the lines that fail the session).
+``timing``, ``ragcsv``, ``beir``, ``robustness``, ``baseline``, ``gates``, ``regressions``
+and ``failures`` (the lines that fail the session).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.records import ItemRecord, json_safe
-from pytest_ragbench.report import aggregate, beir, compare, gates
+from pytest_ragbench.report import aggregate, beir, compare, gates, robustness
 from pytest_ragbench.report.runs import Baseline
 
 SCHEMA_VERSION = 1
@@ -67,6 +67,7 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
         "timing": aggregate.timing_section(records),
         "ragcsv": aggregate.ragcsv_section(records, systems),
         "beir": beir.section(beir_runs),
+        "robustness": robustness.section(records, systems),
         "baseline": baseline_part,
         "gates": verdicts,
         "regressions": found_regressions,

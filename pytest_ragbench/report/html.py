@@ -13,7 +13,7 @@ import io
 from html import escape
 from typing import Any
 
-from pytest_ragbench.report import terminal
+from pytest_ragbench.report import robustness, terminal
 
 MAX_METRICS_PER_FIGURE = 12
 CSS = """
@@ -237,6 +237,7 @@ def render(document: dict[str, Any]) -> str:
     parts.append(_section("RAGCSV", f"<pre>{escape(chr(10).join(ragcsv))}</pre>"
                           if ragcsv else ""))
     parts += _beir_tables(document)
+    parts.append(robustness.html(document))
     parts.append(_section("Model usage and time", _rows_table(terminal.usage_rows(document)),
                           _rows_table(terminal.timing_rows(document))))
     gates = document["gates"]

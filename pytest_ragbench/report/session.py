@@ -39,8 +39,12 @@ class RagbenchSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """Check save name and gates, and load the baseline, before any item runs."""
+        """Check system names, save name and gates, and load the baseline, before any item runs."""
         try:
+            if self.settings.systems:
+                from pytest_ragbench.system.fixtures import check_systems
+
+                check_systems(self.config, self.settings.systems)
             if self.settings.save:
                 from pytest_ragbench.report.runs import check_name
 

@@ -157,12 +157,28 @@ def ragcsv_lines(document: dict[str, Any]) -> list[str]:
         accuracy = block.get("accuracy")
         if accuracy:
             lines += ["", f"=== RAGCSV Eval Accuracy{tag} (n={block['n']}) ==="]
+            if block.get("accuracy_method"):
+                lines.append(f"  accuracy: {block['accuracy_method']}")
             lines += [f"  {k}:  {v:.1f}%" for k, v in accuracy.items()]
             lines.append(f"  pass (>={block['pass_threshold']:g}%): {block['pass']}/{block['n']}")
         times = block.get("total_time_ms")
         if times:
             lines += ["", f"=== RAGCSV Eval Total Time{tag} (n={times['n']}) ==="]
             lines += [f"  {k}:  {v:.0f}ms" for k, v in times.items() if k != "n"]
+    return lines[1:]
+
+
+def beir_lines(document: dict[str, Any]) -> list[str]:
+    """Dataset-level BEIR metrics (trec_eval over the whole run), one row per system."""
+    lines: list[str] = []
+    for dataset, systems in document.get("beir", {}).items():
+        names = sorted({m for result in systems.values() for m in result["metrics"]})
+        rows = [[f"BEIR {dataset}", "queries", *names]]
+        rows += [[system or "(all)", str(result["judged_queries"]),
+                  *(num(result["metrics"].get(m)) for m in names)]
+                 for system, result in systems.items()]
+        retrievers = sorted({r["retriever"] for r in systems.values() if r.get("retriever")})
+        lines += ["", *table(rows), *(f"  retrieved by {r}" for r in retrievers)]
     return lines[1:]
 
 
@@ -277,9 +293,11 @@ def gate_lines(document: dict[str, Any]) -> list[str]:
 def render(document: dict[str, Any], written: Sequence[Path], report_dir: Path | None
            ) -> list[str]:
     """The whole section: counts first (then a blank line before each further part)."""
-    parts = [metrics_lines(document), breakdown_lines(document), ragcsv_lines(document),
-             usage_lines(document), components_lines(document), comparison_lines(document),
-             gate_lines(document)]
+    from pytest_ragbench.report import robustness
+
+    parts = [metrics_lines(document), breakdown_lines(document), robustness.lines(document),
+             ragcsv_lines(document), beir_lines(document), usage_lines(document),
+             components_lines(document), comparison_lines(document), gate_lines(document)]
     lines = table(counts_rows(document["counts"]))
     for part in parts:
         if part:

@@ -1,0 +1,155 @@
+"""Shared by the ``vector`` and ``hybrid`` kinds: sources, similarities, judge metrics, evidence.
+
+Expected sources are document names matched against a context's ``metadata["source"]``,
+else its ``id`` (SPEC). The judge metrics come from :mod:`pytest_ragbench.metrics.judged`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_ragbench.metrics.registry import Score, Unscored
+
+HIT_K = 5  # source hit@k and the retrieval metrics read the first k contexts
+JUDGED = ("faithfulness", "answer_relevancy")
+ANSWER_CHARS = 600  # of the answer shown in a failure message (the record keeps it whole)
+
+
+def context_name(context: Any) -> str:
+    """What a retrieved context is called: its ``metadata["source"]``, else its id."""
+    metadata: Mapping[str, Any] = getattr(context, "metadata", None) or {}
+    return str(metadata.get("source") or getattr(context, "id", ""))
+
+
+def matches(context: Any, expected: str) -> bool:
+    """True when ``expected`` names this context (its source or its id)."""
+    metadata: Mapping[str, Any] = getattr(context, "metadata", None) or {}
+    return expected in (str(getattr(context, "id", "")), str(metadata.get("source") or ""))
+
+
+@dataclass
+class Scores:
+    """Metrics and the reasons of the unscored ones, filled by several helpers."""
+
+    metrics: dict[str, float] = field(default_factory=dict)
+    unscored: dict[str, str] = field(default_factory=dict)
+
+    def put(self, name: str, score: Score | bool) -> None:
+        """Record a float (a bool as 1.0 / 0.0), or the reason it is unscored."""
+        if isinstance(score, Unscored):
+            self.unscored[name] = score.reason
+        else:
+            self.metrics[name] = float(score)
+
+
+@dataclass(frozen=True)
+class SourceHits:
+    """Where the expected sources are among the first :data:`HIT_K` contexts."""
+
+    expected: tuple[str, ...]
+    names: tuple[str, ...]  # one per context, the matching expected name where there is one
+    first_rank: int | None  # 1-based rank of the first context from an expected source
+
+    @property
+    def found(self) -> list[str]:
+        """The expected sources that were retrieved, in the case's order."""
+        return [e for e in self.expected if e in self.names]
+
+    @property
+    def missing(self) -> list[str]:
+        """The expected sources that were not retrieved."""
+        return [e for e in self.expected if e not in self.names]
+
+
+def source_hits(expected: Sequence[str], contexts: Sequence[Any]) -> SourceHits:
+    """Match the first :data:`HIT_K` contexts with the expected sources."""
+    names: list[str] = []
+    first = None
+    for rank, context in enumerate(contexts[:HIT_K], start=1):
+        hit = next((e for e in expected if matches(context, e)), None)
+        if hit is not None and first is None:
+            first = rank
+        names.append(hit if hit is not None else context_name(context))
+    return SourceHits(tuple(expected), tuple(names), first)
+
+
+def score_sources(scores: Scores, expected: Sequence[str], contexts: Sequence[Any]) -> SourceHits:
+    """``source_hit@k`` and ragas's ID-based context precision / recall over source names."""
+    from pytest_ragbench.metrics.context import id_context_precision, id_context_recall
+
+    hits = source_hits(expected, contexts)
+    if not expected:
+        reason = "the case names no expected sources"
+        for name in (f"source_hit@{HIT_K}", "id_context_precision", "id_context_recall"):
+            scores.put(name, Unscored(reason))
+        return hits
+    scores.put(f"source_hit@{HIT_K}", hits.first_rank is not None)
+    scores.put("id_context_precision", id_context_precision(list(hits.names), list(expected)))
+    scores.put("id_context_recall", id_context_recall(list(hits.names), list(expected)))
+    return hits
+
+
+def judged_scores(scores: Scores, *, question: str, answer: str, contexts: Sequence[str],
+                  reference: str | None, judge: Any, embedder: Any,
+                  names: Sequence[str] = JUDGED) -> dict[str, Any]:
+    """Faithfulness and answer relevancy through ragas with the judge; returns judge usage.
+
+    Without a judge each is unscored with the reason ``"no judge configured"``.
+    """
+    from pytest_ragbench.metrics.judged import judged_result
+
+    result = judged_result(list(names), question=question, answer=answer,
+                           contexts=list(contexts), reference=reference, judge=judge,
+                           embedder=embedder)
+    for name in names:
+        scores.put(name, result.scores.get(name, Unscored(f"{name} was not scored")))
+    return dict(result.usage)
+
+
+def usage_of(answer: Any) -> dict[str, Any]:
+    """The report's usage record for one call of the system (role ``system``)."""
+    usage = getattr(answer, "usage", None)
+    to_dict = getattr(usage, "to_dict", None)
+    data: dict[str, Any] = dict(to_dict()) if callable(to_dict) else {}
+    data.pop("total_tokens", None)
+    return {"system": {"calls": 1, **data,
+                       "latency_s": float(getattr(answer, "latency_s", 0.0) or 0.0)}}
+
+
+def shorten(text: str, limit: int = ANSWER_CHARS) -> str:
+    """Cut a long text for a failure message, saying how much was left out."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit].rstrip()} … ({len(text) - limit} more characters)"
+
+
+def retrieved_listing(contexts: Sequence[Any], hits: SourceHits,
+                      similarities: Sequence[Score] = ()) -> str:
+    """One line per retrieved context: rank, source, id, score, cosine, whether expected."""
+    if not contexts:
+        return "(nothing retrieved)"
+    lines = []
+    for rank, context in enumerate(contexts, start=1):
+        name = context_name(context)
+        cid = str(getattr(context, "id", ""))
+        label = name if cid in ("", name) else f"{name} ({cid})"
+        score = getattr(context, "score", None)
+        parts = [f"[{rank}] {label}"]
+        if isinstance(score, int | float):
+            parts.append(f"score {score:.4g}")
+        if rank <= len(similarities) and not isinstance(similarities[rank - 1], Unscored):
+            parts.append(f"cosine {float(similarities[rank - 1]):.3f}")  # type: ignore[arg-type]
+        if any(matches(context, e) for e in hits.expected):
+            parts.append("expected")
+        lines.append(", ".join(parts))
+    return "\n".join(lines)
+
+
+def history_text(history: Sequence[Any]) -> str:
+    """Prior turns as ``role: content`` lines."""
+    from pytest_ragbench.system.protocols import as_messages
+
+    return "\n".join(f"{m['role']}: {m['content']}" for m in as_messages(history))

@@ -1,0 +1,359 @@
+"""``ragas[<id>]``: RAGAS metrics on a NormalizedSample record (seed 000).
+
+Where the answer and the contexts come from:
+
+- both in the sample: scored as given; nothing is asked.
+- contexts but no answer: the generator (``ragbench_llm``: ``--ragbench-llm-url``, else the
+  local SmolLM2) answers from the sample's contexts with seed 003's prompt
+  (:func:`~pytest_ragbench.system.prompts.rag_messages`). Without any generator the
+  answer is extracted from those contexts, as the embedded system does, and the
+  evidence says so.
+- no contexts: the system under test (``ragbench_system``) retrieves and answers; its
+  contexts are scored (an answer given in the sample is kept).
+
+Metrics, each against the reference named here:
+
+- with a judge (``--ragbench-judge-url``), through ragas (:mod:`pytest_ragbench.metrics.judged`):
+  ``faithfulness`` (answer vs contexts), ``answer_relevancy`` (answer vs question, local
+  embedder), ``context_precision`` and ``context_recall`` (contexts vs ``ground_truth``).
+  Without a judge these four are unscored with the reason "no judge configured" —
+  never failures, never zeros.
+- always, without a judge:
+  ``semantic_similarity`` (cosine of the local embedder's vectors of answer and
+  ``ground_truth``), ``token_f1`` (SQuAD token F1, answer vs ``ground_truth``), ``rouge``
+  (ROUGE-L F1, answer vs ``ground_truth``, ragas RougeScore), ``lexical_faithfulness``
+  (ROUGE-1 precision of the answer against its contexts: the share of the answer's words
+  found there, a stand-in for faithfulness) and ``lexical_context_recall`` (ROUGE-1 recall
+  of ``ground_truth`` against the contexts: the share of the reference's words found
+  there, a stand-in for context recall).
+
+ragas's NonLLMContextPrecision/Recall are not used here: they compare retrieved contexts
+with reference contexts, but a NormalizedSample's contexts are its reference contexts and,
+when present, also the contexts that are answered from (comparing them with themselves
+always gives 1.0); when the system retrieves, the sample has no reference contexts.
+
+An empty answer fails the item. Thresholds: no per-item defaults — every score depends
+on a 135M-parameter generator's answer to one question, which is noisy per item — and
+aggregate gates in ``test_cases/ragbench.toml`` with the measured values beside them.
+
+Model work runs ahead of the items: the first ``ragas`` item of a session starts the
+generation and judge calls of every selected ``ragas`` item on the session loop (bounded
+by ``--ragbench-concurrency``); each item then takes its own result. Under xdist, or for
+one of several named systems, each item does its own work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_ragbench.cases.model import RagasCase
+from pytest_ragbench.items import CaseItem, RunContext
+from pytest_ragbench.metrics.judged import JUDGED_METRICS, JudgedScores, ajudged_result
+from pytest_ragbench.metrics.registry import Score, Unscored
+from pytest_ragbench.records import Outcome
+from pytest_ragbench.system.protocols import Answer, Context
+
+GENERATOR_MAX_TOKENS = 256  # as the embedded system's answers
+EVIDENCE_CONTEXT_CHARS = 240
+EVIDENCE_ANSWER_CHARS = 600
+
+
+@dataclass(frozen=True)
+class Supplied:
+    """The answer and contexts an item is scored on, and where they came from."""
+
+    answer: str
+    contexts: tuple[str, ...]
+    source: str
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What the model work of one item produced."""
+
+    supplied: Supplied
+    judged: JudgedScores
+
+
+@dataclass
+class Models:
+    """The session's judge, embedder and generator (the generator looked up when needed)."""
+
+    judge: Any
+    embedder: Any
+    generator: Any = None
+    no_generator_reason: str = ""
+    generator_resolved: bool = False
+
+    def resolve_generator(self, context: RunContext) -> None:
+        """Look up ``ragbench_llm`` once; a skip (no generator at all) leaves it None."""
+        if self.generator_resolved:
+            return
+        try:
+            self.generator = context.fixture("ragbench_llm")
+        except pytest.skip.Exception as exc:
+            self.generator, self.no_generator_reason = None, str(exc.msg)
+        self.generator_resolved = True
+
+
+AskSystem = Callable[[], Awaitable[Answer]]
+
+
+def run(case: RagasCase, context: RunContext) -> Outcome:
+    """Supply what the sample lacks, score it, and report the evidence."""
+    models = _models(context)
+    stage = _stage(context, models)
+    if stage is not None and context.nodeid in stage:
+        evaluation: Evaluation = stage.result(context.nodeid)
+    else:
+        if _needs_generator(case):
+            models.resolve_generator(context)
+        ask = _ask_now(case, context)
+        evaluation = context.fixture("ragbench_loop").run(evaluate(case, models, ask))
+    return outcome(case, evaluation, models.embedder)
+
+
+# -- the model work of one item (run ahead by the stage, or in the item) ---------------
+
+
+async def evaluate(case: RagasCase, models: Models, ask_system: AskSystem | None) -> Evaluation:
+    """Get the answer and contexts, then the judged scores (all model calls of one item)."""
+    supplied = await supply(case, models, ask_system)
+    judged = await ajudged_result(JUDGED_METRICS, question=case.question,
+                                  answer=supplied.answer, contexts=supplied.contexts,
+                                  reference=case.ground_truth, judge=models.judge,
+                                  embedder=models.embedder)
+    return Evaluation(supplied, judged)
+
+
+async def supply(case: RagasCase, models: Models, ask_system: AskSystem | None) -> Supplied:
+    """The sample's answer and contexts, with what is missing supplied (module docstring)."""
+    if case.contexts and case.answer:
+        return Supplied(case.answer, case.contexts, "the sample")
+    if case.contexts:
+        return await _generate(case, models)
+    if ask_system is None:
+        raise RuntimeError("a sample without contexts needs the system under test")
+    reply = await ask_system()
+    contexts = tuple(c.text for c in reply.contexts)
+    usage = {"system": {"calls": 1, **_tokens(reply.usage),
+                        "latency_s": float(reply.latency_s or 0.0)}}
+    if case.answer:
+        return Supplied(case.answer, contexts, f"the sample; contexts: the system retrieved "
+                        f"{len(contexts)}", usage)
+    return Supplied(reply.text.strip(), contexts,
+                    f"the system under test, from {len(contexts)} retrieved contexts", usage)
+
+
+async def _generate(case: RagasCase, models: Models) -> Supplied:
+    from pytest_ragbench.system.prompts import rag_messages
+
+    assert case.contexts
+    generator = models.generator
+    if generator is None:
+        from pytest_ragbench.system.default_system import extractive_answer
+
+        contexts = _as_contexts(case.contexts)
+        reason = f" ({models.no_generator_reason})" if models.no_generator_reason else ""
+        return Supplied(extractive_answer(case.question, contexts), case.contexts,
+                        f"extracted from the sample's contexts: no generator{reason}")
+    messages = rag_messages(case.question, _as_contexts(case.contexts))
+    agenerate = getattr(generator, "agenerate", None)
+    if inspect.iscoroutinefunction(agenerate):
+        reply = await agenerate(messages, max_tokens=GENERATOR_MAX_TOKENS)
+    else:
+        reply = await asyncio.to_thread(generator.generate, messages,
+                                        max_tokens=GENERATOR_MAX_TOKENS)
+    usage = {"calls": 1, "cache_hits": int(bool(reply.cached)), **_tokens(reply.usage),
+             "latency_s": [] if reply.cached else [float(reply.latency_s)]}
+    model = getattr(generator, "model_id", type(generator).__name__)
+    return Supplied(reply.text.strip(), case.contexts,
+                    f"the generator {model}, from the sample's {len(case.contexts)} contexts",
+                    {"generator": usage})
+
+
+def _as_contexts(texts: tuple[str, ...]) -> list[Context]:
+    return [Context(id=f"context {i}", text=text, score=1.0)
+            for i, text in enumerate(texts, start=1)]
+
+
+def _tokens(usage: Any) -> dict[str, int]:
+    return {"prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0)}
+
+
+def _needs_generator(case: RagasCase) -> bool:
+    return bool(case.contexts) and not case.answer
+
+
+def _ask_now(case: RagasCase, context: RunContext) -> AskSystem | None:
+    """For a sample without contexts: the system's (prefetched) answer, asked now."""
+    if case.contexts:
+        return None
+    reply = context.answer(case.question)
+
+    async def answered() -> Answer:
+        return reply
+
+    return answered
+
+
+# -- scoring ---------------------------------------------------------------------------
+
+
+def outcome(case: RagasCase, evaluation: Evaluation, embedder: Any) -> Outcome:
+    """The judged scores plus the judge-free ones, with the evidence."""
+    supplied = evaluation.supplied
+    scores: dict[str, Score] = dict(evaluation.judged.scores)
+    scores.update(judge_free_scores(supplied.answer, supplied.contexts, case.ground_truth,
+                                    embedder))
+    metrics = {n: float(v) for n, v in scores.items() if not isinstance(v, Unscored)}
+    unscored = {n: v.reason for n, v in scores.items() if isinstance(v, Unscored)}
+    errors = [] if supplied.answer.strip() else [f"the answer is empty (from {supplied.source})"]
+    return Outcome(metrics=metrics, unscored=unscored, errors=errors,
+                   evidence=evidence(case, supplied),
+                   usage={**supplied.usage, **evaluation.judged.usage})
+
+
+def judge_free_scores(answer: str, contexts: tuple[str, ...], ground_truth: str,
+                      embedder: Any) -> dict[str, Score]:
+    """Scores that need no judge (module docstring says what each compares)."""
+    from pytest_ragbench.metrics import semantic_similarity, token_f1
+    from pytest_ragbench.metrics.context import rouge
+
+    if not answer.strip():
+        empty = Unscored("empty answer")
+        scores: dict[str, Score] = dict.fromkeys(
+            ("semantic_similarity", "token_f1", "rouge", "lexical_faithfulness"), empty)
+    else:
+        scores = {"semantic_similarity": semantic_similarity(answer, ground_truth, embedder),
+                  "token_f1": token_f1(answer, ground_truth),
+                  "rouge": rouge(answer, ground_truth)}
+    joined = "\n".join(c for c in contexts if c.strip())
+    if not joined:
+        none = Unscored("no contexts")
+        scores.setdefault("lexical_faithfulness", none)
+        scores["lexical_context_recall"] = none
+        return scores
+    scores.setdefault("lexical_faithfulness",
+                      rouge(answer, joined, rouge_type="rouge1", mode="precision"))
+    scores["lexical_context_recall"] = rouge(joined, ground_truth, rouge_type="rouge1",
+                                             mode="recall")
+    return scores
+
+
+def evidence(case: RagasCase, supplied: Supplied) -> dict[str, Any]:
+    """Question, ground truth, answer and its source, contexts (shortened)."""
+    contexts = "\n".join(f"[{i}] {_shorten(text, EVIDENCE_CONTEXT_CHARS)}"
+                         for i, text in enumerate(supplied.contexts, start=1))
+    return {"question": case.question, "ground_truth": case.ground_truth,
+            "answer": _shorten(supplied.answer, EVIDENCE_ANSWER_CHARS) or "(empty)",
+            "answer from": supplied.source, "contexts": contexts or "(none)"}
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+# -- the session: models and the prefetch stage ---------------------------------------
+
+_MODELS = pytest.StashKey[Models]()
+_STAGE = pytest.StashKey["Stage | None"]()
+
+
+def _models(context: RunContext) -> Models:
+    """The judge and embedder, kept for the session (fixtures are session-scoped)."""
+    config = context.request.config if context.request is not None else None
+    if config is not None and _MODELS in config.stash:
+        return config.stash[_MODELS]
+    models = Models(judge=context.fixture("ragbench_judge"),
+                    embedder=context.fixture("ragbench_embedder"))
+    if config is not None:
+        config.stash[_MODELS] = models
+    return models
+
+
+class Stage:
+    """The model work of every selected ``ragas`` item, started by the first one to run."""
+
+    def __init__(self, prefetcher: Any) -> None:
+        self.prefetcher = prefetcher
+
+    def __contains__(self, nodeid: object) -> bool:
+        return nodeid in self.prefetcher
+
+    def result(self, nodeid: str) -> Evaluation:
+        """Wait for one item's work (its exception, if it failed, is raised here)."""
+        evaluation: Evaluation = self.prefetcher.result(nodeid)
+        return evaluation
+
+    def close(self) -> None:
+        """Cancel what has not run (after ``-x``, say)."""
+        self.prefetcher.close()
+
+
+def _stage(context: RunContext, models: Models) -> Stage | None:
+    """The session's stage; None under xdist or for one of several named systems."""
+    request = context.request
+    if request is None or context.system_name is not None:
+        return None
+    config = request.config
+    if hasattr(config, "workerinput"):  # a worker cannot know which items it will get
+        return None
+    if _STAGE not in config.stash:
+        config.stash[_STAGE] = None  # set first: a failing start is not retried per item
+        stage = _start_stage(context, models)
+        config.stash[_STAGE] = stage
+        config.add_cleanup(stage.close)
+    return config.stash[_STAGE]
+
+
+def _start_stage(context: RunContext, models: Models) -> Stage:
+    from pytest_ragbench.plugin import get_config
+    from pytest_ragbench.system.prefetch import Prefetcher
+
+    assert context.request is not None
+    todo: dict[str, RagasCase] = {}
+    for item in context.request.session.items:
+        case = getattr(item, "case", None)
+        if (isinstance(item, CaseItem) and item.item_kind.name == "ragas"
+                and item.system_name is None and isinstance(case, RagasCase)):
+            todo[item.nodeid] = case
+    if any(_needs_generator(case) for case in todo.values()):
+        models.resolve_generator(context)
+    answers = None
+    if any(not case.contexts for case in todo.values()):
+        answers = context.fixture("ragbench_prefetch")  # the system's answers, started ahead
+    system = context.system() if answers is not None else None
+    prefetcher = Prefetcher(get_config(context.request.config).concurrency,
+                            loop=context.fixture("ragbench_loop"))
+    for nodeid, case in todo.items():
+        ask = None if case.contexts else _ask_ahead(nodeid, case, system, answers)
+        prefetcher.submit(nodeid, functools.partial(evaluate, case, models, ask))
+    return Stage(prefetcher)
+
+
+def _ask_ahead(nodeid: str, case: RagasCase, system: Any, answers: Any) -> AskSystem:
+    """The system's answer for a sample without contexts, from the answer prefetch."""
+
+    async def ask() -> Answer:
+        if nodeid in answers:
+            reply: Answer = await answers.aresult(nodeid)
+            return reply
+        aanswer = getattr(system, "aanswer", None)
+        if inspect.iscoroutinefunction(aanswer):
+            reply = await aanswer(case.question, None)
+        else:
+            reply = await asyncio.to_thread(system.answer, case.question, None)
+        return reply
+
+    return ask

@@ -1,0 +1,214 @@
+"""``ragcsv[<file-stem>:<row>]``: seed 003's graded answer accuracy on one RAGCSV row.
+
+The generator (``ragbench_llm``, or a named system's ``generator``) answers the row's
+question from the row's own fragments with seed 003's prompt: the system instruction, one
+user message ``Document: {title}`` + newline + ``{page_content}`` per fragment, then the question
+(temperature 0, at most 512 tokens, the seed's default). The judge (``ragbench_judge``)
+grades the answer against column 0 from 0 to 100 (temperature 0, at most 16 tokens); a
+reply without such a number leaves ``accuracy`` unscored, with the reply as the reason.
+Without a judge, ``accuracy`` is the semantic similarity of answer and expected answer
+× 100 (``ragbench_embedder``), and the evidence (``accuracy_method``) and the summary say so.
+
+``total_time_ms`` is the model time of the row: generator plus judge latency (0 for
+replies taken from the cache). The first item of a file submits every selected row's
+calls at once (``--ragbench-concurrency`` at a time); each item then takes its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_ragbench.cases.model import RagcsvCase
+from pytest_ragbench.items import RunContext
+from pytest_ragbench.records import Outcome
+from pytest_ragbench.system.prompts import SYSTEM_INSTRUCTION  # seed 003's instruction
+
+MAX_TOKENS = 512  # seed 003: RAGCSV_MAX_TOKENS
+JUDGE_MAX_TOKENS = 16
+JUDGE_INSTRUCTION = ("You are an accuracy evaluator. Compare the actual answer with the "
+                     "expected answer and reply with one integer from 0 to 100 and nothing "
+                     "else: 100 when the actual answer states what the expected answer states, "
+                     "0 when it is wrong, unrelated or missing.")
+JUDGE_METHOD = "judge grade 0-100"
+SIMILARITY_METHOD = "semantic similarity x 100 (no judge configured)"
+_GRADE = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)")
+
+
+def answer_messages(case: RagcsvCase) -> list[dict[str, str]]:
+    """Seed 003's prompt for one row."""
+    messages = [{"role": "system", "content": SYSTEM_INSTRUCTION}]
+    messages += [{"role": "user", "content": f"Document: {f.title or ''}\n{f.page_content}"}
+                 for f in case.fragments]
+    messages.append({"role": "user", "content": case.question})
+    return messages
+
+
+def judge_messages(expected: str, actual: str) -> list[dict[str, str]]:
+    """Seed 003's grading prompt."""
+    return [{"role": "system", "content": JUDGE_INSTRUCTION},
+            {"role": "user", "content": f"Expected answer: {expected}\n\nActual answer: "
+                                        f"{actual}\n\nAccuracy score (0-100):"}]
+
+
+def parse_grade(text: str) -> float | None:
+    """The first number of the judge's reply when it is a grade from 0 to 100, else None."""
+    match = _GRADE.search(text)
+    if match is None:
+        return None
+    value = float(match.group(1))
+    return value if 0.0 <= value <= 100.0 else None
+
+
+@dataclass
+class RowReplies:
+    """The generator's answer and the judge's reply (None without a judge)."""
+
+    answer: Any
+    grade: Any = None
+
+
+@dataclass
+class RagcsvState:
+    """The prefetcher of each system in this session."""
+
+    prefetchers: dict[str | None, Any] = field(default_factory=dict)
+
+
+STATE = pytest.StashKey[RagcsvState]()
+
+
+def run(case: RagcsvCase, context: RunContext) -> Outcome:
+    """Answer from the row's fragments, grade the answer, and time it."""
+    generator = _generator(context)
+    judge = context.fixture("ragbench_judge")
+    replies = _replies(case, context, generator, judge)
+    answer = replies.answer.text.strip()
+    evidence: dict[str, Any] = {
+        "question": case.question, "expected": case.expected, "got": answer,
+        "documents": "\n".join(f"{f.title or '(untitled)'}" for f in case.fragments),
+    }
+    metrics: dict[str, float] = {}
+    unscored: dict[str, str] = {}
+    if judge is not None:
+        evidence["accuracy_method"] = JUDGE_METHOD
+        evidence["judge_reply"] = replies.grade.text
+        grade = parse_grade(replies.grade.text)
+        if grade is None:
+            unscored["accuracy"] = ("the judge's reply is not a grade from 0 to 100: "
+                                    f"{replies.grade.text.strip()[:80]!r}")
+        else:
+            metrics["accuracy"] = grade
+    else:
+        evidence["accuracy_method"] = SIMILARITY_METHOD
+        metrics["accuracy"] = _similarity_accuracy(answer, case.expected, context)
+    calls = [g for g in (replies.answer, replies.grade) if g is not None]
+    metrics["total_time_ms"] = 1000.0 * sum(float(g.latency_s or 0.0) for g in calls)
+    evidence["cached"] = all(bool(getattr(g, "cached", False)) for g in calls)
+    usage = {"generator": _usage(replies.answer)}
+    if replies.grade is not None:
+        usage["judge"] = _usage(replies.grade)
+    # An empty answer fails the item whatever the thresholds: the generator is broken.
+    errors = [] if answer else ["the generator returned an empty answer"]
+    return Outcome(metrics=metrics, unscored=unscored, errors=errors, evidence=evidence,
+                   usage=usage)
+
+
+def _similarity_accuracy(answer: str, expected: str, context: RunContext) -> float:
+    from pytest_ragbench.metrics import Unscored, semantic_similarity
+
+    if not answer:
+        return 0.0  # no answer is a wrong answer, not a missing score
+    score = semantic_similarity(answer, expected, context.fixture("ragbench_embedder"))
+    return 0.0 if isinstance(score, Unscored) else 100.0 * float(score)
+
+
+def _generator(context: RunContext) -> Any:
+    """A named system's own generator when it has one, else ``ragbench_llm``."""
+    if context.system_name is not None:
+        own = getattr(context.system(), "generator", None)
+        if own is not None:
+            return own
+    return context.fixture("ragbench_llm")
+
+
+def _replies(case: RagcsvCase, context: RunContext, generator: Any, judge: Any) -> RowReplies:
+    """The row's replies: prefetched with every selected row of the session, or made now."""
+    from pytest_ragbench.system.prefetch import Prefetcher
+
+    state = _state(context)
+    prefetcher = state.prefetchers.get(context.system_name)
+    if prefetcher is None:
+        prefetcher = Prefetcher(context.config.concurrency, loop=context.fixture("ragbench_loop"))
+        state.prefetchers[context.system_name] = prefetcher
+        if context.request is not None:
+            context.request.config.add_cleanup(prefetcher.close)
+        for nodeid, other in _selected_rows(context):
+            prefetcher.submit(nodeid, _job(other, generator, judge))
+    key = context.nodeid or case.id
+    prefetcher.submit(key, _job(case, generator, judge))  # no-op when already submitted
+    replies: RowReplies = prefetcher.result(key)
+    return replies
+
+
+def _state(context: RunContext) -> RagcsvState:
+    if context.request is None:
+        return RagcsvState()
+    stash = context.request.config.stash
+    if STATE not in stash:
+        stash[STATE] = RagcsvState()
+    return stash[STATE]
+
+
+def _selected_rows(context: RunContext) -> list[tuple[str, RagcsvCase]]:
+    """Every RAGCSV item of this system still in the session.
+
+    None under pytest-xdist, where a worker cannot know which items it will be given.
+    """
+    request = context.request
+    if request is None or hasattr(request.config, "workerinput"):
+        return []
+    rows = []
+    for item in request.session.items:
+        case = getattr(item, "case", None)
+        if isinstance(case, RagcsvCase) and \
+                getattr(item, "system_name", None) == context.system_name:
+            rows.append((item.nodeid, case))
+    return rows
+
+
+def _job(case: RagcsvCase, generator: Any, judge: Any) -> Any:
+    async def job() -> RowReplies:
+        answer = await _agenerate(generator, answer_messages(case), MAX_TOKENS)
+        if judge is None:
+            return RowReplies(answer)
+        grade = await _agenerate(judge, judge_messages(case.expected, answer.text.strip()),
+                                 JUDGE_MAX_TOKENS)
+        return RowReplies(answer, grade)
+
+    return job
+
+
+async def _agenerate(model: Any, messages: Sequence[dict[str, str]], max_tokens: int) -> Any:
+    """One deterministic call, asynchronous when the model is."""
+    agenerate = getattr(model, "agenerate", None)
+    if agenerate is not None and inspect.iscoroutinefunction(agenerate):
+        return await agenerate(messages, temperature=0.0, max_tokens=max_tokens)
+    return await asyncio.to_thread(model.generate, messages, temperature=0.0,
+                                   max_tokens=max_tokens)
+
+
+def _usage(generation: Any) -> dict[str, Any]:
+    """The report's usage record of one call."""
+    usage = getattr(generation, "usage", None)
+    cached = bool(getattr(generation, "cached", False))
+    return {"calls": 1, "cache_hits": int(cached),
+            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+            "latency_s": [] if cached else [float(getattr(generation, "latency_s", 0.0) or 0.0)]}
