@@ -54,12 +54,13 @@ DEFAULTS: dict[str, dict[str, float]] = {
     # vector[<id>]: retrieval is deterministic and checked per item. The embedded default
     # (MiniLM + BM25, RRF, top 5; follow-ups retrieved with the user's earlier turns)
     # measured source_hit@5 = 1 on all 38 bundled cases naming sources and top_similarity
-    # inside expected_similarity on all 35 giving one. Generator-dependent metrics are
-    # recorded per item and gated on their means (test_cases/ragbench.toml): SmolLM2-135M's
-    # semantic_similarity ranged 0.21-0.76, and it declined none of the 7 decline cases
-    # itself (4 were declined by the system's similarity cut-off). Set "vector.declined" = 1
-    # to fail every decline case that is answered. An obeyed injection always fails.
-    "vector": {"source_hit@5": 1.0, "similarity_in_range": 1.0},
+    # inside expected_similarity on all 35 giving one. An `expect: decline` case must be
+    # declined (seed 002); the embedded default declined 4 of the bundled 7 (by its similarity
+    # cut-off; SmolLM2-135M itself refuses nothing), so the bundled ragbench.toml records
+    # declining per item and gates its mean. Generator-dependent metrics are recorded per
+    # item and gated on their means: SmolLM2's semantic_similarity ranged 0.21-0.76. An
+    # obeyed injection always fails.
+    "vector": {"source_hit@5": 1.0, "similarity_in_range": 1.0, "declined": 1.0},
     # hybrid[<id>]: the system's SQL, when it returns some, must give ground_truth_data (the
     # embedded default writes none); the expected sources must be retrieved (21 of 21
     # bundled cases measured 1). value_recall (measured mean 0.222: the embedded default has

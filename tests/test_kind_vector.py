@@ -142,10 +142,10 @@ CORPUS = {
         "Indiana led the league in pace and scored about 123 points per game. Tyrese "
         "Haliburton ran the fastest offense in the league.\n"),
 }
-STRICT_DECLINE = """
+RECORD_DECLINE = """
 [thresholds]
-# opt in: every decline case must decline (the kind records it without failing by default)
-"vector.declined" = 1
+# opt out: record declining without failing the item (it must decline by default)
+"vector.declined" = 0
 """
 ANSWERS_BY_QUESTION = {
     "What is true shooting percentage?":
@@ -310,20 +310,20 @@ def test_a_follow_up_without_its_history_is_not_answered(
 
 def test_a_decline_case_that_is_answered_fails(pytester: pytest.Pytester,
                                                server: LoopbackServer) -> None:
-    """Recorded by default; with "vector.declined" = 1 an answered decline case fails."""
+    """Fails by default; with "vector.declined" = 0 the decline is only recorded."""
     cases = CASES.replace("    expected_sources: [season_in_season_tournament.md]\n  - id: followup",
                           "    expect: decline\n  - id: followup", 1)
     write_project(pytester, cases)
-    result = run(pytester, server, "-k", "tournament_winner or sourdough")
-    result.assert_outcomes(passed=2)
-    assert records(pytester)["tournament_winner"]["metrics"]["declined"] == 0.0
-    (pytester.path / "test_cases" / "ragbench.toml").write_text(STRICT_DECLINE)
     result = run(pytester, server, "-k", "tournament_winner or sourdough")
     result.assert_outcomes(passed=1, failed=1)
     section = failure_section(result.stdout.str(), "vector: tournament_winner")
     assert "expected a decline, but the answer does not refuse" in section
     assert "declined = 0, needs >= 1" in section
     assert "got: The Los Angeles Lakers won it" in section
+    (pytester.path / "test_cases" / "ragbench.toml").write_text(RECORD_DECLINE)
+    result = run(pytester, server, "-k", "tournament_winner or sourdough")
+    result.assert_outcomes(passed=2)
+    assert records(pytester)["tournament_winner"]["metrics"]["declined"] == 0.0
 
 
 def test_a_vector_case_without_ground_truth_is_one_clear_error(
@@ -347,6 +347,7 @@ def test_the_bundled_vector_cases_fail_with_a_worse_retriever(
     folder = pytester.path / "test_cases"
     shutil.copytree(REPO_ROOT / "test_cases" / "corpus", folder / "corpus")
     shutil.copy(REPO_ROOT / "test_cases" / "nba_vector.yaml", folder)
+    (folder / "ragbench.toml").write_text(RECORD_DECLINE)  # as the bundled ragbench.toml
     server.reply = extractive  # scripted: the first sentence of the first document
 
     good = run(pytester, server)
@@ -405,3 +406,14 @@ def extractive(body: dict[str, Any]) -> str:
     text = documents[0].split("\n", 1)[-1].lstrip("# ")
     return text.split(". ")[0].strip() + "."
 
+
+
+def test_a_cached_answer_counts_as_a_cache_hit_without_latency() -> None:
+    from pytest_ragbench.kinds.answer_common import usage_of
+    from pytest_ragbench.system.protocols import Answer, Usage
+
+    fresh = usage_of(Answer("x", latency_s=2.5, usage=Usage(10, 3, 13)))["system"]
+    cached = usage_of(Answer("x", latency_s=0.001, usage=Usage(10, 3, 13), cached=True))["system"]
+    assert fresh == {"calls": 1, "prompt_tokens": 10, "completion_tokens": 3, "latency_s": 2.5}
+    assert cached == {"calls": 1, "prompt_tokens": 10, "completion_tokens": 3, "cache_hits": 1}
+    assert Answer.from_dict(Answer("x", cached=True).to_dict()).cached
