@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -55,6 +56,18 @@ def local_llm_problem() -> str | None:
     return None
 
 
+def default_threads() -> int:
+    """Threads for token generation: this process's share of the CPUs it may use.
+
+    llama-cpp-python's own default is half the CPUs (1 of 2 here), which leaves a core
+    idle while a session waits on generation; under pytest-xdist the workers share them.
+    Greedy output does not depend on the thread count.
+    """
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    return max(1, (cpus or 1) // max(1, workers))
+
+
 class LlamaCppGenerator:
     """A GGUF chat model run by llama.cpp: greedy (temperature 0), fixed seed, cached.
 
@@ -67,7 +80,8 @@ class LlamaCppGenerator:
                  n_threads: int | None = None, cache: ResponseCache | None = None) -> None:
         self.model_path = Path(model_path)
         self.model_id = model_id or self.model_path.stem
-        self.n_ctx, self.seed, self.max_tokens, self.n_threads = n_ctx, seed, max_tokens, n_threads
+        self.n_ctx, self.seed, self.max_tokens = n_ctx, seed, max_tokens
+        self.n_threads = n_threads or default_threads()
         self.cache = cache
         self._llama: Any = None
         self._lock = threading.Lock()
