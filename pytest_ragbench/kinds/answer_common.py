@@ -114,6 +114,8 @@ def usage_of(answer: Any) -> dict[str, Any]:
     to_dict = getattr(usage, "to_dict", None)
     data: dict[str, Any] = dict(to_dict()) if callable(to_dict) else {}
     data.pop("total_tokens", None)
+    if getattr(answer, "cached", False):  # no latency: the call did not reach the model
+        return {"system": {"calls": 1, **data, "cache_hits": 1}}
     return {"system": {"calls": 1, **data,
                        "latency_s": float(getattr(answer, "latency_s", 0.0) or 0.0)}}
 

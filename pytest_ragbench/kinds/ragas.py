@@ -55,6 +55,7 @@ import pytest
 
 from pytest_ragbench.cases.model import RagasCase
 from pytest_ragbench.items import CaseItem, RunContext
+from pytest_ragbench.kinds.answer_common import usage_of
 from pytest_ragbench.metrics.judged import JUDGED_METRICS, JudgedScores, ajudged_result
 from pytest_ragbench.metrics.registry import Score, Unscored
 from pytest_ragbench.records import Outcome
@@ -144,8 +145,7 @@ async def supply(case: RagasCase, models: Models, ask_system: AskSystem | None) 
         raise RuntimeError("a sample without contexts needs the system under test")
     reply = await ask_system()
     contexts = tuple(c.text for c in reply.contexts)
-    usage = {"system": {"calls": 1, **_tokens(reply.usage),
-                        "latency_s": float(reply.latency_s or 0.0)}}
+    usage = usage_of(reply)
     if case.answer:
         return Supplied(case.answer, contexts, f"the sample; contexts: the system retrieved "
                         f"{len(contexts)}", usage)

@@ -19,6 +19,7 @@ from typing import Any
 
 from pytest_ragbench.cases.model import SqlCase
 from pytest_ragbench.items import RunContext
+from pytest_ragbench.kinds.answer_common import usage_of
 from pytest_ragbench.kinds.sql_common import check_sql, sql_evidence
 from pytest_ragbench.records import Outcome
 from pytest_ragbench.sql.engine import DatabaseError
@@ -37,7 +38,7 @@ def run(case: SqlCase, context: RunContext) -> Outcome:
     evidence: dict[str, Any] = {"question": case.question,
                                 "expected": _expected_text(case.ground_truth_data),
                                 "got": answer.text}
-    usage = _usage(answer)
+    usage = usage_of(answer)
     if answer.sql:
         return _judge_sql(case, answer.sql, context, evidence, usage)
     return _judge_text(case, answer.text, evidence, usage)
@@ -92,11 +93,3 @@ def _expected_text(data: Any) -> str:
     return "\n".join(", ".join(f"{k}={v}" for k, v in dict(row).items()) for row in rows[:10])
 
 
-def _usage(answer: Any) -> dict[str, Any]:
-    """The report's usage record for one call of the system (role ``system``)."""
-    usage = getattr(answer, "usage", None)
-    to_dict = getattr(usage, "to_dict", None)
-    data: dict[str, Any] = dict(to_dict()) if callable(to_dict) else {}
-    data.pop("total_tokens", None)
-    return {"system": {"calls": 1, **data,
-                       "latency_s": float(getattr(answer, "latency_s", 0.0) or 0.0)}}

@@ -135,7 +135,7 @@ class EmbeddedSystem:
         reply = self.generator.generate(rag_messages(question, contexts, history),
                                         max_tokens=self.max_tokens)
         return Answer(reply.text.strip(), contexts, latency_s=time.perf_counter() - started,
-                      usage=reply.usage)
+                      usage=reply.usage, cached=reply.cached)
 
     async def aanswer(self, question: str, history: Sequence[Any] | None = None) -> Answer:
         """Answer one question without blocking the event loop."""
@@ -148,12 +148,17 @@ class EmbeddedSystem:
             contexts = self._retrieved.get(query)
         if contexts is None:
             contexts = await asyncio.to_thread(self.contexts, query)
-        if await asyncio.to_thread(self.declines, query):
+        with self._lock:  # known from prepare(): no thread hop needed
+            known = self._dense is None or self.decline_below is None or \
+                query in self._confidence
+        declines = self.declines(query) if known else await asyncio.to_thread(self.declines,
+                                                                              query)
+        if declines:
             return Answer(NO_ANSWER, contexts, latency_s=time.perf_counter() - started)
         reply = await agenerate(rag_messages(question, contexts, history),
                                 max_tokens=self.max_tokens)
         return Answer(reply.text.strip(), contexts, latency_s=time.perf_counter() - started,
-                      usage=reply.usage)
+                      usage=reply.usage, cached=reply.cached)
 
 
 def retrieval_query(question: str, history: Sequence[Any] | None = None) -> str:

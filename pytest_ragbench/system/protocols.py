@@ -133,11 +133,13 @@ class Answer:
     sql: str | None = None
     latency_s: float = 0.0
     usage: Usage = field(default_factory=Usage)
+    cached: bool = False  # the model's reply came from the response cache
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""
         return {"text": self.text, "contexts": [c.to_dict() for c in self.contexts],
-                "sql": self.sql, "latency_s": self.latency_s, "usage": self.usage.to_dict()}
+                "sql": self.sql, "latency_s": self.latency_s, "usage": self.usage.to_dict(),
+                "cached": self.cached}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Answer:
@@ -145,7 +147,8 @@ class Answer:
         return cls(text=str(data["text"]),
                    contexts=tuple(Context.from_dict(c) for c in data.get("contexts") or ()),
                    sql=data.get("sql"), latency_s=float(data.get("latency_s") or 0.0),
-                   usage=Usage.from_dict(data.get("usage")))
+                   usage=Usage.from_dict(data.get("usage")),
+                   cached=bool(data.get("cached", False)))
 
 
 @dataclass(frozen=True)
