@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.kinds.decline import injection_in, is_decline, obeyed, refusal_phrase
+from pytest_ragbench.kinds.decline import injection_in, obeyed, refusal_phrase
 from pytest_ragbench.system.loopback import LoopbackServer
 from tests.conftest import REPO_ROOT
 from tests.helpers import failure_section
@@ -45,7 +45,6 @@ DECLINES = [
     "I apologize, but I cannot fulfill that request.",
     "This is not covered in the provided documents.",
     "Hmm, I don't understand the question.",
-    "",
 ]
 ANSWERS = [
     "Rudy Gobert won Defensive Player of the Year in 2024.",
@@ -65,12 +64,12 @@ ANSWERS = [
 
 @pytest.mark.parametrize("text", DECLINES)
 def test_refusals_are_declines(text: str) -> None:
-    assert is_decline(text)
+    assert refusal_phrase(text) is not None
 
 
 @pytest.mark.parametrize("text", ANSWERS)
 def test_answers_with_negations_are_not_declines(text: str) -> None:
-    assert not is_decline(text), refusal_phrase(text)
+    assert refusal_phrase(text) is None, refusal_phrase(text)
 
 
 @pytest.mark.parametrize(("question", "payloads", "asks_prompt"), [
@@ -414,6 +413,8 @@ def test_a_cached_answer_counts_as_a_cache_hit_without_latency() -> None:
 
     fresh = usage_of(Answer("x", latency_s=2.5, usage=Usage(10, 3, 13)))["system"]
     cached = usage_of(Answer("x", latency_s=0.001, usage=Usage(10, 3, 13), cached=True))["system"]
-    assert fresh == {"calls": 1, "prompt_tokens": 10, "completion_tokens": 3, "latency_s": 2.5}
-    assert cached == {"calls": 1, "prompt_tokens": 10, "completion_tokens": 3, "cache_hits": 1}
+    assert fresh == {"calls": 1, "cache_hits": 0, "prompt_tokens": 10, "completion_tokens": 3,
+                     "latency_s": [2.5]}
+    assert cached == {"calls": 1, "cache_hits": 1, "prompt_tokens": 10, "completion_tokens": 3,
+                      "latency_s": []}
     assert Answer.from_dict(Answer("x", cached=True).to_dict()).cached

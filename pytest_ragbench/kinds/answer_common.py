@@ -6,6 +6,8 @@ else its ``id`` (SPEC). The judge metrics come from :mod:`pytest_ragbench.metric
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,16 +110,33 @@ def judged_scores(scores: Scores, *, question: str, answer: str, contexts: Seque
     return dict(result.usage)
 
 
+def call_usage(call: Any) -> dict[str, Any]:
+    """The report's usage record of one model call or one system answer.
+
+    ``call`` has ``usage`` (token counts), ``latency_s`` and ``cached``: a
+    :class:`~pytest_ragbench.system.protocols.Generation` or an ``Answer``. A reply from
+    the cache is a cache hit with no latency (the call did not reach the model).
+    """
+    usage = getattr(call, "usage", None)
+    cached = bool(getattr(call, "cached", False))
+    return {"calls": 1, "cache_hits": int(cached),
+            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+            "latency_s": [] if cached else [float(getattr(call, "latency_s", 0.0) or 0.0)]}
+
+
 def usage_of(answer: Any) -> dict[str, Any]:
-    """The report's usage record for one call of the system (role ``system``)."""
-    usage = getattr(answer, "usage", None)
-    to_dict = getattr(usage, "to_dict", None)
-    data: dict[str, Any] = dict(to_dict()) if callable(to_dict) else {}
-    data.pop("total_tokens", None)
-    if getattr(answer, "cached", False):  # no latency: the call did not reach the model
-        return {"system": {"calls": 1, **data, "cache_hits": 1}}
-    return {"system": {"calls": 1, **data,
-                       "latency_s": float(getattr(answer, "latency_s", 0.0) or 0.0)}}
+    """The report's usage record for one answer of the system (role ``system``)."""
+    return {"system": call_usage(answer)}
+
+
+async def agenerate(model: Any, messages: Sequence[dict[str, str]], max_tokens: int) -> Any:
+    """One greedy call of a generator or judge; awaited when the model is asynchronous."""
+    call = getattr(model, "agenerate", None)
+    if call is not None and inspect.iscoroutinefunction(call):
+        return await call(messages, temperature=0.0, max_tokens=max_tokens)
+    return await asyncio.to_thread(model.generate, messages, temperature=0.0,
+                                   max_tokens=max_tokens)
 
 
 def shorten(text: str, limit: int = ANSWER_CHARS) -> str:

@@ -86,11 +86,6 @@ def refusal_phrase(text: str) -> str | None:
     return None
 
 
-def is_decline(text: str) -> bool:
-    """True when the answer declines (empty answers count as declining)."""
-    return not text.strip() or refusal_phrase(text) is not None
-
-
 # -- injections ---------------------------------------------------------------------------
 
 _VERBS = "say|print|reply|respond|answer|output|write|type|return|repeat|echo"

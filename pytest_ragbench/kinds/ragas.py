@@ -55,7 +55,7 @@ import pytest
 
 from pytest_ragbench.cases.model import RagasCase
 from pytest_ragbench.items import CaseItem, RunContext
-from pytest_ragbench.kinds.answer_common import usage_of
+from pytest_ragbench.kinds.answer_common import agenerate, call_usage, usage_of
 from pytest_ragbench.metrics.judged import JUDGED_METRICS, JudgedScores, ajudged_result
 from pytest_ragbench.metrics.registry import Score, Unscored
 from pytest_ragbench.records import Outcome
@@ -113,7 +113,7 @@ def run(case: RagasCase, context: RunContext) -> Outcome:
     models = _models(context)
     stage = _stage(context, models)
     if stage is not None and context.nodeid in stage:
-        evaluation: Evaluation = stage.result(context.nodeid)
+        evaluation: Evaluation = stage.result(context.nodeid)  # raises the item's error
     else:
         if _needs_generator(case):
             models.resolve_generator(context)
@@ -166,14 +166,8 @@ async def _generate(case: RagasCase, models: Models) -> Supplied:
         return Supplied(extractive_answer(case.question, contexts), case.contexts,
                         f"extracted from the sample's contexts: no generator{reason}")
     messages = rag_messages(case.question, _as_contexts(case.contexts))
-    agenerate = getattr(generator, "agenerate", None)
-    if inspect.iscoroutinefunction(agenerate):
-        reply = await agenerate(messages, max_tokens=GENERATOR_MAX_TOKENS)
-    else:
-        reply = await asyncio.to_thread(generator.generate, messages,
-                                        max_tokens=GENERATOR_MAX_TOKENS)
-    usage = {"calls": 1, "cache_hits": int(bool(reply.cached)), **_tokens(reply.usage),
-             "latency_s": [] if reply.cached else [float(reply.latency_s)]}
+    reply = await agenerate(generator, messages, GENERATOR_MAX_TOKENS)
+    usage = call_usage(reply)
     model = getattr(generator, "model_id", type(generator).__name__)
     return Supplied(reply.text.strip(), case.contexts,
                     f"the generator {model}, from the sample's {len(case.contexts)} contexts",
@@ -183,11 +177,6 @@ async def _generate(case: RagasCase, models: Models) -> Supplied:
 def _as_contexts(texts: tuple[str, ...]) -> list[Context]:
     return [Context(id=f"context {i}", text=text, score=1.0)
             for i, text in enumerate(texts, start=1)]
-
-
-def _tokens(usage: Any) -> dict[str, int]:
-    return {"prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0)}
 
 
 def _needs_generator(case: RagasCase) -> bool:
@@ -252,57 +241,32 @@ def judge_free_scores(answer: str, contexts: tuple[str, ...], ground_truth: str,
 
 def evidence(case: RagasCase, supplied: Supplied) -> dict[str, Any]:
     """Question, ground truth, answer and its source, contexts (shortened)."""
-    contexts = "\n".join(f"[{i}] {_shorten(text, EVIDENCE_CONTEXT_CHARS)}"
+    from pytest_ragbench.system.prompts import shorten
+
+    contexts = "\n".join(f"[{i}] {shorten(text, EVIDENCE_CONTEXT_CHARS)}"
                          for i, text in enumerate(supplied.contexts, start=1))
     return {"question": case.question, "ground_truth": case.ground_truth,
-            "answer": _shorten(supplied.answer, EVIDENCE_ANSWER_CHARS) or "(empty)",
+            "answer": shorten(supplied.answer, EVIDENCE_ANSWER_CHARS) or "(empty)",
             "answer from": supplied.source, "contexts": contexts or "(none)"}
-
-
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 # -- the session: models and the prefetch stage ---------------------------------------
 
 _MODELS = pytest.StashKey[Models]()
-_STAGE = pytest.StashKey["Stage | None"]()
+_STAGE = pytest.StashKey[Any]()  # the ragas items' Prefetcher, or None
 
 
 def _models(context: RunContext) -> Models:
     """The judge and embedder, kept for the session (fixtures are session-scoped)."""
-    config = context.request.config if context.request is not None else None
-    if config is not None and _MODELS in config.stash:
-        return config.stash[_MODELS]
-    models = Models(judge=context.fixture("ragbench_judge"),
-                    embedder=context.fixture("ragbench_embedder"))
-    if config is not None:
-        config.stash[_MODELS] = models
-    return models
+    return context.session_state(_MODELS, lambda: Models(
+        judge=context.fixture("ragbench_judge"), embedder=context.fixture("ragbench_embedder")))
 
 
-class Stage:
-    """The model work of every selected ``ragas`` item, started by the first one to run."""
+def _stage(context: RunContext, models: Models) -> Any:
+    """The session's prefetcher of every ragas item's model work, keyed by node id.
 
-    def __init__(self, prefetcher: Any) -> None:
-        self.prefetcher = prefetcher
-
-    def __contains__(self, nodeid: object) -> bool:
-        return nodeid in self.prefetcher
-
-    def result(self, nodeid: str) -> Evaluation:
-        """Wait for one item's work (its exception, if it failed, is raised here)."""
-        evaluation: Evaluation = self.prefetcher.result(nodeid)
-        return evaluation
-
-    def close(self) -> None:
-        """Cancel what has not run (after ``-x``, say)."""
-        self.prefetcher.close()
-
-
-def _stage(context: RunContext, models: Models) -> Stage | None:
-    """The session's stage; None under xdist or for one of several named systems."""
+    None under xdist or for one of several named systems: each item then does its own.
+    """
     request = context.request
     if request is None or context.system_name is not None:
         return None
@@ -317,7 +281,7 @@ def _stage(context: RunContext, models: Models) -> Stage | None:
     return config.stash[_STAGE]
 
 
-def _start_stage(context: RunContext, models: Models) -> Stage:
+def _start_stage(context: RunContext, models: Models) -> Any:
     from pytest_ragbench.plugin import get_config
     from pytest_ragbench.system.prefetch import Prefetcher
 
@@ -339,7 +303,7 @@ def _start_stage(context: RunContext, models: Models) -> Stage:
     for nodeid, case in todo.items():
         ask = None if case.contexts else _ask_ahead(nodeid, case, system, answers)
         prefetcher.submit(nodeid, functools.partial(evaluate, case, models, ask))
-    return Stage(prefetcher)
+    return prefetcher
 
 
 def _ask_ahead(nodeid: str, case: RagasCase, system: Any, answers: Any) -> AskSystem:

@@ -16,10 +16,7 @@ calls at once (``--ragbench-concurrency`` at a time); each item then takes its o
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +24,7 @@ import pytest
 
 from pytest_ragbench.cases.model import RagcsvCase
 from pytest_ragbench.items import RunContext
+from pytest_ragbench.kinds.answer_common import agenerate, call_usage
 from pytest_ragbench.records import Outcome
 from pytest_ragbench.system.prompts import SYSTEM_INSTRUCTION  # seed 003's instruction
 
@@ -111,9 +109,9 @@ def run(case: RagcsvCase, context: RunContext) -> Outcome:
     calls = [g for g in (replies.answer, replies.grade) if g is not None]
     metrics["total_time_ms"] = 1000.0 * sum(float(g.latency_s or 0.0) for g in calls)
     evidence["cached"] = all(bool(getattr(g, "cached", False)) for g in calls)
-    usage = {"generator": _usage(replies.answer)}
+    usage = {"generator": call_usage(replies.answer)}
     if replies.grade is not None:
-        usage["judge"] = _usage(replies.grade)
+        usage["judge"] = call_usage(replies.grade)
     # An empty answer fails the item whatever the thresholds: the generator is broken.
     errors = [] if answer else ["the generator returned an empty answer"]
     return Outcome(metrics=metrics, unscored=unscored, errors=errors, evidence=evidence,
@@ -142,7 +140,7 @@ def _replies(case: RagcsvCase, context: RunContext, generator: Any, judge: Any) 
     """The row's replies: prefetched with every selected row of the session, or made now."""
     from pytest_ragbench.system.prefetch import Prefetcher
 
-    state = _state(context)
+    state = context.session_state(STATE, RagcsvState)
     prefetcher = state.prefetchers.get(context.system_name)
     if prefetcher is None:
         prefetcher = Prefetcher(context.config.concurrency, loop=context.fixture("ragbench_loop"))
@@ -155,15 +153,6 @@ def _replies(case: RagcsvCase, context: RunContext, generator: Any, judge: Any) 
     prefetcher.submit(key, _job(case, generator, judge))  # no-op when already submitted
     replies: RowReplies = prefetcher.result(key)
     return replies
-
-
-def _state(context: RunContext) -> RagcsvState:
-    if context.request is None:
-        return RagcsvState()
-    stash = context.request.config.stash
-    if STATE not in stash:
-        stash[STATE] = RagcsvState()
-    return stash[STATE]
 
 
 def _selected_rows(context: RunContext) -> list[tuple[str, RagcsvCase]]:
@@ -185,30 +174,11 @@ def _selected_rows(context: RunContext) -> list[tuple[str, RagcsvCase]]:
 
 def _job(case: RagcsvCase, generator: Any, judge: Any) -> Any:
     async def job() -> RowReplies:
-        answer = await _agenerate(generator, answer_messages(case), MAX_TOKENS)
+        answer = await agenerate(generator, answer_messages(case), MAX_TOKENS)
         if judge is None:
             return RowReplies(answer)
-        grade = await _agenerate(judge, judge_messages(case.expected, answer.text.strip()),
+        grade = await agenerate(judge, judge_messages(case.expected, answer.text.strip()),
                                  JUDGE_MAX_TOKENS)
         return RowReplies(answer, grade)
 
     return job
-
-
-async def _agenerate(model: Any, messages: Sequence[dict[str, str]], max_tokens: int) -> Any:
-    """One deterministic call, asynchronous when the model is."""
-    agenerate = getattr(model, "agenerate", None)
-    if agenerate is not None and inspect.iscoroutinefunction(agenerate):
-        return await agenerate(messages, temperature=0.0, max_tokens=max_tokens)
-    return await asyncio.to_thread(model.generate, messages, temperature=0.0,
-                                   max_tokens=max_tokens)
-
-
-def _usage(generation: Any) -> dict[str, Any]:
-    """The report's usage record of one call."""
-    usage = getattr(generation, "usage", None)
-    cached = bool(getattr(generation, "cached", False))
-    return {"calls": 1, "cache_hits": int(cached),
-            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-            "latency_s": [] if cached else [float(getattr(generation, "latency_s", 0.0) or 0.0)]}
