@@ -160,7 +160,6 @@ def _relocate(error: CaseError, shown: str) -> CaseError:
     return CaseError(error.message, file=shown, line=error.line, field=error.field)
 
 
-
 # -- BEIR folders and RAGCSV files (evaluation items only) ------------------------------------
 
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.:/@+-]+")
@@ -176,11 +175,11 @@ def ragcsv_stem(path: Path) -> str:
     return safe_label(path.name.removesuffix(".csv").removesuffix(".ragcsv"))
 
 
-def _systems(config: pytest.Config, family: str) -> tuple[str | None, ...]:
+def _systems(config: pytest.Config, item_kind: Any) -> tuple[str | None, ...]:
+    from pytest_ragbench.items import systems_for
     from pytest_ragbench.plugin import get_config
 
-    systems = get_config(config).systems
-    return (None,) if family == "verification" or not systems else systems
+    return systems_for(item_kind, get_config(config).systems)
 
 
 class BeirDataset(pytest.Directory):
@@ -248,7 +247,7 @@ class BeirQrels(pytest.File):
                             dataset=dataset, query_id=query_id, query=queries[query_id],
                             qrels=dict(qrels[query_id]), folder=str(folder),
                             split=self.path.stem)
-            for system in _systems(self.config, kind.family):
+            for system in _systems(self.config, kind):
                 yield CaseItem.create(self, case, kind, system)
             # --ragbench-robustness: robust[beir-<id>] (see pytest_ragbench/robust/collect.py)
             yield from robust_items(self, case, get_config(self.config), shown)
@@ -301,7 +300,7 @@ class RagcsvFile(pytest.File):
                 fragments=tuple(RagcsvFragment(page_content=f.page_content, title=f.title)
                                 for f in row.fragments))
             entries += [(row.line, CaseItem.create(self, case, kind, system))
-                        for system in _systems(self.config, kind.family)]
+                        for system in _systems(self.config, kind)]
         for index, error in enumerate(data.errors):
             row_number = data.row_of(index)
             label = f"{stem}:{row_number}" if row_number else f"{stem}:line-{error.line or 0}"

@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -22,6 +22,8 @@ from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.errors import CaseError, RagbenchError
 from pytest_ragbench.kinds import ANY_CASE_KIND, EVALUATION, ItemKind
 from pytest_ragbench.records import ItemRecord, Outcome
+
+T = TypeVar("T")
 
 
 class CaseFailed(Exception):
@@ -52,6 +54,15 @@ class RunContext:
         value = self.request.getfixturevalue(name)
         self.fixtures[name] = value
         return value
+
+    def session_state(self, key: pytest.StashKey[T], make: Callable[[], T]) -> T:
+        """A kind's state for the whole session (in ``config.stash``; fresh without a session)."""
+        if self.request is None:
+            return make()
+        stash = self.request.config.stash
+        if key not in stash:
+            stash[key] = make()
+        return stash[key]
 
     def system(self) -> Any:
         """The system under test: ``ragbench_system``, or the named one of --ragbench-systems."""

@@ -104,7 +104,7 @@ def run(case: BeirCase, context: RunContext) -> Outcome:
 
 def dataset_run(case: BeirCase, context: RunContext) -> DatasetRun:
     """The dataset's run for this item's system: built by the first item that asks."""
-    state = _state(context)
+    state = context.session_state(STATE, BeirState)
     key = (case.folder, case.split, context.system_name)
     found = state.runs.get(key)
     if found is None:
@@ -121,15 +121,6 @@ def dataset_run(case: BeirCase, context: RunContext) -> DatasetRun:
 def dataset_retriever(case: BeirCase, context: RunContext) -> Any:
     """The retriever indexed on the case's dataset (for other kinds, e.g. robustness)."""
     return dataset_run(case, context).retriever
-
-
-def _state(context: RunContext) -> BeirState:
-    if context.request is None:
-        return BeirState()
-    stash = context.request.config.stash
-    if STATE not in stash:
-        stash[STATE] = BeirState()
-    return stash[STATE]
 
 
 def _build(case: BeirCase, context: RunContext) -> DatasetRun:
