@@ -53,6 +53,11 @@ ANSWER_REQUEST = pytest.StashKey[AnswerRequest]()
 """Set ``item.stash[ANSWER_REQUEST]`` on an item to have its answer prefetched."""
 
 HNSW_ABOVE = 200_000  # chunks; larger corpora get an approximate (HNSW) dense index
+
+
+def index_type_for(documents: Sequence[Any]) -> str:
+    """``"hnsw"`` for a corpus above :data:`HNSW_ABOVE` chunks, else exact ``"flat"``."""
+    return "hnsw" if len(documents) > HNSW_ABOVE else "flat"
 # On a terminal, corpora this large are embedded in chunks under a progress bar first.
 PROGRESS_DOCUMENTS = 500
 EMBED_CHUNK = 256
@@ -133,7 +138,7 @@ def ragbench_retriever(request: pytest.FixtureRequest, ragbench_embedder: Embedd
     if not ragbench_corpus:
         warnings.warn("the default retriever has no documents: set the ini key ragbench_corpus "
                       "or put a corpus/ folder beside the cases", CorpusWarning, stacklevel=2)
-    index_type = "hnsw" if len(ragbench_corpus) > HNSW_ABOVE else "flat"
+    index_type = index_type_for(ragbench_corpus)
     retriever: Retriever = default_retriever(ragbench_embedder, index_type=index_type,
                                              index_dir=ragbench_cache.index_dir)
     index_with_progress(request.config, retriever, ragbench_corpus, ragbench_embedder)
@@ -167,8 +172,9 @@ def index_with_progress(config: pytest.Config, retriever: Any, documents: Sequen
 
 
 @pytest.fixture(scope="session")
-def ragbench_beir_retriever_factory(ragbench_embedder: Embedder, ragbench_cache: Caches
-                                   ) -> Callable[[str, Sequence[Document]], Retriever]:
+def ragbench_beir_retriever_factory(request: pytest.FixtureRequest, ragbench_embedder: Embedder,
+                                    ragbench_cache: Caches
+                                    ) -> Callable[[str, Sequence[Document]], Retriever]:
     """Builds the retriever of a BEIR dataset: ``factory(dataset, documents) -> Retriever``.
 
     ``beir[...]`` items call it once per dataset and session with the dataset's corpus and
@@ -180,10 +186,10 @@ def ragbench_beir_retriever_factory(ragbench_embedder: Embedder, ragbench_cache:
     from pytest_ragbench.system.retrievers import default_retriever
 
     def build(dataset: str, documents: Sequence[Document]) -> Retriever:
-        index_type = "hnsw" if len(documents) > HNSW_ABOVE else "flat"
+        index_type = index_type_for(documents)
         retriever: Retriever = default_retriever(ragbench_embedder, index_type=index_type,
                                                  index_dir=ragbench_cache.index_dir)
-        retriever.index(documents)
+        index_with_progress(request.config, retriever, documents, ragbench_embedder)
         return retriever
 
     return build
@@ -507,7 +513,7 @@ def _build_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
                                                     builtin_retriever(request, "bm25"))
     elif kind == "dense":
         embedder = request.getfixturevalue("ragbench_embedder")  # skips without the extra
-        index_type = "hnsw" if len(corpus) > HNSW_ABOVE else "flat"
+        index_type = index_type_for(corpus)
         retriever = retrievers.DenseRetriever(embedder, index_type=index_type,
                                               index_dir=index_dir)
     elif kind == "bm25":
