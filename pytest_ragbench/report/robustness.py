@@ -53,6 +53,8 @@ def _kinds(records: Sequence[ItemRecord]) -> list[str]:
 
 def share(records: Sequence[ItemRecord], kind: str) -> dict[str, Any]:
     """How many cases were checked for ``kind``, how many held, the share and its CI."""
+    from pytest_ragbench.stats import wilson_ci
+
     name = keys.holds_metric(kind)
     values = [float(r.metrics[name]) for r in records if isinstance(r.metrics.get(name),
                                                                      int | float)]
@@ -62,22 +64,10 @@ def share(records: Sequence[ItemRecord], kind: str) -> dict[str, Any]:
             reason = str(record.unscored[name])
             reasons[reason] = reasons.get(reason, 0) + 1
     held = sum(v >= 1.0 for v in values)
-    low, high = wilson(held, len(values))
+    low, high = wilson_ci(held, len(values), CONFIDENCE)
     return {"cases": len(values), "held": held,
             "share": held / len(values) if values else None, "ci_low": low, "ci_high": high,
             "not_checked": sum(reasons.values()), "reasons": dict(sorted(reasons.items()))}
-
-
-def wilson(successes: int, n: int, confidence: float = CONFIDENCE
-           ) -> tuple[float | None, float | None]:
-    """Wilson score interval of a proportion (None, None without trials)."""
-    if n == 0:
-        return None, None
-    from scipy.stats import binomtest
-
-    interval = binomtest(successes, n).proportion_ci(confidence_level=confidence,
-                                                     method="wilson")
-    return float(interval.low), float(interval.high)
 
 
 def _failing_case(record: ItemRecord) -> dict[str, Any] | None:
