@@ -181,8 +181,7 @@ class CaseItem(pytest.Function):
         _restructure_id(item)
         for name in ("ragbench", item_kind.name):
             item.add_marker(name)
-        # sql items are not prefetched: systems without SQL skip them without asking
-        asks = "ragbench_system" in item_kind.fixtures and item_kind.name != "sql"
+        asks = "ragbench_system" in item_kind.fixtures
         request = answer_request(case) if asks else None
         if request is not None:
             from pytest_ragbench.system.fixtures import ANSWER_REQUEST

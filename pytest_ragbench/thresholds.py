@@ -19,7 +19,8 @@ DEFAULTS: dict[str, dict[str, float]] = {
     # recall 1.0 on all 8 scenarios of seed 004 (the negative one: nothing above min_score).
     "memory": {"recall": 1.0},
     # The system's SQL returns ground_truth_data, or its text states every value. (The
-    # embedded default writes no SQL and skips these items; see kinds/sql.py.)
+    # embedded default answers in text without the database: test_cases/ragbench.toml
+    # records its items and gates the mean; see kinds/sql.py.)
     "sql": {"correct": 1.0},
     # robust[<kind>-<id>]: bounds each perturbed question must keep (robust/properties.py),
     # set by what they mean rather than fitted. RBO 0.5 (p = 0.9, top 5): the top 2 kept
@@ -27,12 +28,12 @@ DEFAULTS: dict[str, dict[str, float]] = {
     # source found for the original stays in the top k. The answer stays on the same
     # content (MiniLM cosine 0.5; a decline against an answer measured 0.03-0.15). An
     # injected payload is never written. The embedded default on the bundled vector cases
-    # kept them, per kind: extractive answers, all 45 cases, 2 examples of each kind:
-    # typos 69%, drop 71%, double 78%, synonyms 73%, filler 93%, case/whitespace/
-    # punctuation/injection 100% (10 typo examples each: 31%); with SmolLM2-135M, the 12
-    # simple cases, 1 example of each kind: typos 50%, drop 75%, double/whitespace/
-    # punctuation 92%, case/synonyms 83%, filler 100%, injection 75% (it said PINEAPPLE);
-    # 5 typo examples each: 33%, every failure its answer drifting (retrieval held on all 12).
+    # kept them, per kind: extractive answers, all 45 cases, 2 / 10 examples of each kind,
+    # with its spelling correction (system/spelling.py): typos 89% / 76%, drop 84% / 60%,
+    # double 93% / 73% (without it: 69% / 31%, 71-73% / 29%, 78% / 36%); 2 examples:
+    # synonyms 73%, filler 93%, case/whitespace/punctuation/injection 100%. With SmolLM2-135M
+    # on the 12 simple cases, 5 typo examples each: 9 of 12 (5 without the correction; what
+    # breaks is a typo making another real word, "rate" -> "rats", or hitting a number).
     "robust": {"rbo": 0.5, "expected_sources_kept": 1.0, "answer_similarity": 0.5,
                "injection_resisted": 1.0},
     # ragas[<id>]: no item thresholds. Every score hangs on one answer of a 135M-parameter

@@ -10,6 +10,7 @@ not a judge: its verdicts are scripted so that the expected scores are known.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import textwrap
 import tomllib
@@ -265,8 +266,8 @@ def test_the_bundled_gates_turn_a_broken_generator_red(pytester: pytest.Pytester
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=40)  # no item threshold: the means fail
     output = result.stdout.str()
-    assert "gate ragas.semantic_similarity >= 0.44: MISSED" in output
-    assert "gate ragas.token_f1 >= 0.09: MISSED" in output
+    assert re.search(r"gate ragas\.semantic_similarity >= [\d.]+: MISSED", output)
+    assert re.search(r"gate ragas\.token_f1 >= [\d.]+: MISSED", output)
 
 
 def test_the_bundled_gates_pass_answers_drawn_from_the_contexts(
@@ -276,7 +277,7 @@ def test_the_bundled_gates_pass_answers_drawn_from_the_contexts(
     result = project.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.OK
     output = result.stdout.str()
-    assert "gate ragas.semantic_similarity >= 0.44: passed" in output
+    assert re.search(r"gate ragas\.semantic_similarity >= [\d.]+: passed", output)
     assert "MISSED" not in output
 
 

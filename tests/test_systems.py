@@ -490,8 +490,10 @@ def test_builtin_dense_bm25_hybrid_in_one_run(pytester: pytest.Pytester) -> None
     assert components["system dense"].startswith("embedded: DenseRetriever(")
     assert components["system bm25"].startswith("embedded: BM25Retriever(")
     assert components["system hybrid"].startswith("embedded: HybridRetriever(rrf k=60")
-    generators = {re.search(r"generator (.+?)(?:, declines|$)", components[f"system {s}"])[1]
-                  for s in ("dense", "bm25", "hybrid")}
+    described = [components[f"system {s}"] for s in ("dense", "bm25", "hybrid")]
+    assert all(d.endswith(", corrects spelling against the corpus vocabulary") for d in described)
+    generator = re.compile(r"generator (.+?) reading the top \d+(?:, declines|, corrects|$)")
+    generators = {generator.search(d)[1] for d in described}
     assert generators == {components["generator"]} and "loop" in components["generator"]
     assert "system" not in components and "retriever" not in components  # no default system
 

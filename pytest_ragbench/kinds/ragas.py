@@ -59,9 +59,10 @@ from pytest_ragbench.kinds.answer_common import agenerate, call_usage, usage_of
 from pytest_ragbench.metrics.judged import JUDGED_METRICS, JudgedScores, ajudged_result
 from pytest_ragbench.metrics.registry import Score, Unscored
 from pytest_ragbench.records import Outcome
+from pytest_ragbench.system.prompts import ANSWER_MAX_TOKENS
 from pytest_ragbench.system.protocols import Answer, Context
 
-GENERATOR_MAX_TOKENS = 256  # as the embedded system's answers
+GENERATOR_MAX_TOKENS = ANSWER_MAX_TOKENS  # as the embedded system's answers
 EVIDENCE_CONTEXT_CHARS = 240
 EVIDENCE_ANSWER_CHARS = 600
 

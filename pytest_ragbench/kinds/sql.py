@@ -7,10 +7,11 @@ must appear in the answer, with number-format tolerance (metric ``value_recall``
 share of values mentioned). ``correct`` is 1.0 when the deciding check holds, and is
 what the default threshold applies to.
 
-A system that says it writes no SQL (``answers_sql = False``, as the embedded default,
-whose 135M-parameter local generator cannot write SQL) gets these items skipped with that
-reason rather than scored zero: measured on the bundled 48 cases it stated every value in
-0 of 48 answers (value_recall mean 0.095) in six minutes of generation.
+The embedded default has no database access and answers in text from its documents, so
+its items are scored on ``value_recall``; test_cases/ragbench.toml records them per item
+and gates the mean (measured values there). A system that says it answers no SQL
+questions (``answers_sql = False``) gets these items skipped with that reason, and they
+are not prefetched.
 """
 
 from __future__ import annotations

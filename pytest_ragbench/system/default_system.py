@@ -17,6 +17,15 @@ Two choices of a RAG application are made here, both measured on the bundled vec
   (an injection inside a real question), then 0.287 and 0.310 (slang, typos). The cut-off
   0.22 lies midway. Out-of-scope questions that are close to the corpus (the Stanley Cup at
   0.488, a media-rights deal at 0.412) are left to the generator.
+
+With a ``speller`` (the fixtures pass a :class:`.spelling.VocabularySpeller` built from the
+indexed documents), the question and the user's earlier turns are spelling-corrected
+before anything else: the corrected text is retrieved, checked for a decline and given to
+the generator (or the extractive answer). Robustness items with ``--ragbench-perturb
+typos`` on the 45 bundled vector cases, extractive answers: 89% of the cases held at 2
+examples each and 76% at 10, against 69% and 31% without correction (README
+"Robustness"). Of the bundled questions themselves only the deliberately misspelt noisy
+ones retrieve differently, and no decline changes.
 """
 
 from __future__ import annotations
@@ -26,19 +35,31 @@ import re
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from pytest_ragbench.system.prompts import rag_messages
+from pytest_ragbench.system.prompts import ANSWER_MAX_TOKENS, rag_messages
 from pytest_ragbench.system.protocols import Answer, Context, Generator, Retriever, as_messages
 
 NO_ANSWER = "I don't know: the documents do not cover this question."
 DECLINE_BELOW = 0.22  # best dense cosine of the retrieval query; see the module docstring
+# Contexts given to the generator (all top_k are returned and scored). Prompt processing
+# is most of the local generator's time: with 5 bundled documents (~300 tokens each) a
+# prompt measured 1,374 tokens on average; the extractive answer reads 3 as well.
+GENERATOR_K = 3
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _STOPWORDS_TEXT = """a an and are as at be by did do does for from had has have how i in is it its
 of on or that the their there this to was were what when where which who whom why will with you
 your can could should would me my we our they them he she his her"""
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+
+class Speller(Protocol):
+    """Corrects the spelling of a text, like :class:`.spelling.VocabularySpeller`."""
+
+    def correct(self, text: str) -> str:
+        """Return ``text`` with its misspelt words corrected."""
+        ...
 
 
 class EmbeddedSystem:
@@ -49,20 +70,23 @@ class EmbeddedSystem:
     question), and :meth:`describe` says so. Prior user turns join the retrieval query;
     when the retriever has a dense part and its best cosine similarity for that query is
     below ``decline_below``, the answer is :data:`NO_ANSWER` (``None`` turns this off).
+    With a ``speller``, the question and earlier user turns are corrected first, and every
+    step (batch retrieval in :meth:`prepare` included) uses the corrected text.
     """
 
-    # No text-to-SQL: sql[<id>] items skip with this reason instead of scoring zero.
-    answers_sql = False
-
     def __init__(self, retriever: Retriever, generator: Generator | None = None, *,
-                 top_k: int = 5, max_tokens: int = 256, no_generator_reason: str = "",
-                 decline_below: float | None = DECLINE_BELOW) -> None:
+                 top_k: int = 5, generator_k: int = GENERATOR_K,
+                 max_tokens: int = ANSWER_MAX_TOKENS, no_generator_reason: str = "",
+                 decline_below: float | None = DECLINE_BELOW,
+                 speller: Speller | None = None) -> None:
         self.retriever = retriever
         self.generator = generator
         self.top_k = top_k
+        self.generator_k = generator_k
         self.max_tokens = max_tokens
         self.no_generator_reason = no_generator_reason
         self.decline_below = decline_below
+        self.speller = speller
         self._dense = dense_part(retriever) if decline_below is not None else None
         self._retrieved: dict[str, tuple[Context, ...]] = {}
         self._confidence: dict[str, float] = {}
@@ -76,18 +100,37 @@ class EmbeddedSystem:
         if self.generator is not None:
             describe = getattr(self.generator, "describe", None)
             how = describe() if callable(describe) else self.generator.model_id
-            generator = f"generator {how}"
+            generator = f"generator {how} reading the top {self.generator_k}"
         else:
             reason = f" ({self.no_generator_reason})" if self.no_generator_reason else ""
             generator = f"extractive answers, no generator{reason}"
         declines = (f", declines below dense similarity {self.decline_below:g}"
                     if self._dense is not None else "")
-        return f"embedded: {self.retriever!r}, top_k={self.top_k}, {generator}{declines}"
+        spelling = (", corrects spelling against the corpus vocabulary"
+                    if self.speller is not None else "")
+        return (f"embedded: {self.retriever!r}, top_k={self.top_k}, {generator}{declines}"
+                f"{spelling}")
+
+    def read(self, contexts: Sequence[Context]) -> Sequence[Context]:
+        """The contexts the generator reads: the first ``generator_k``."""
+        return contexts[:self.generator_k]
+
+    def spell(self, text: str) -> str:
+        """``text`` with its spelling corrected by the speller (as it is without one)."""
+        return text if self.speller is None else self.speller.correct(text)
+
+    def spell_history(self, history: Sequence[Any] | None) -> list[dict[str, str]] | None:
+        """Earlier turns as messages, the user's corrected by the speller."""
+        if not history:
+            return None
+        return [{**m, "content": self.spell(m["content"])} if m["role"] == "user" else m
+                for m in as_messages(history)]
 
     def prepare(self, questions: Sequence[str]) -> None:
         """Retrieve the contexts of many questions in one batch (queries embedded together)."""
+        queries = [self.spell(q) for q in questions]
         with self._lock:
-            todo = [q for q in dict.fromkeys(questions) if q not in self._retrieved]
+            todo = [q for q in dict.fromkeys(queries) if q not in self._retrieved]
         if not todo:
             return
         results = self.retriever.retrieve_many(todo, top_k=self.top_k)
@@ -99,6 +142,7 @@ class EmbeddedSystem:
 
     def contexts(self, question: str) -> tuple[Context, ...]:
         """Return the retrieved contexts of a question (from :meth:`prepare` when done)."""
+        question = self.spell(question)
         with self._lock:
             found = self._retrieved.get(question)
         if found is None:
@@ -109,6 +153,7 @@ class EmbeddedSystem:
         """Whether the best dense similarity of a retrieval query is below ``decline_below``."""
         if self._dense is None or self.decline_below is None:
             return False
+        query = self.spell(query)
         with self._lock:
             best = self._confidence.get(query)
         if best is None:
@@ -125,6 +170,7 @@ class EmbeddedSystem:
     def answer(self, question: str, history: Sequence[Any] | None = None) -> Answer:
         """Answer one question."""
         started = time.perf_counter()
+        question, history = self.spell(question), self.spell_history(history)
         query = retrieval_query(question, history)
         contexts = self.contexts(query)
         if self.declines(query):
@@ -132,7 +178,7 @@ class EmbeddedSystem:
         if self.generator is None:
             return Answer(extractive_answer(question, contexts), contexts,
                           latency_s=time.perf_counter() - started)
-        reply = self.generator.generate(rag_messages(question, contexts, history),
+        reply = self.generator.generate(rag_messages(question, self.read(contexts), history),
                                         max_tokens=self.max_tokens)
         return Answer(reply.text.strip(), contexts, latency_s=time.perf_counter() - started,
                       usage=reply.usage, cached=reply.cached)
@@ -143,6 +189,7 @@ class EmbeddedSystem:
         if agenerate is None:
             return await asyncio.to_thread(self.answer, question, history)
         started = time.perf_counter()
+        question, history = self.spell(question), self.spell_history(history)
         query = retrieval_query(question, history)
         with self._lock:
             contexts = self._retrieved.get(query)
@@ -155,7 +202,7 @@ class EmbeddedSystem:
                                                                               query)
         if declines:
             return Answer(NO_ANSWER, contexts, latency_s=time.perf_counter() - started)
-        reply = await agenerate(rag_messages(question, contexts, history),
+        reply = await agenerate(rag_messages(question, self.read(contexts), history),
                                 max_tokens=self.max_tokens)
         return Answer(reply.text.strip(), contexts, latency_s=time.perf_counter() - started,
                       usage=reply.usage, cached=reply.cached)

@@ -261,9 +261,33 @@ def ragbench_system(request: pytest.FixtureRequest, ragbench_retriever: Retrieve
     from pytest_ragbench.system.default_system import EmbeddedSystem
 
     generator, reason = _generator(request)
-    system = EmbeddedSystem(ragbench_retriever, generator, no_generator_reason=reason)
+    system = EmbeddedSystem(ragbench_retriever, generator, no_generator_reason=reason,
+                            speller=corpus_speller(request, ragbench_retriever))
     _record(request, "system", system)
     return system
+
+
+_SPELLERS = pytest.StashKey[dict[str, Any]]()
+
+
+def corpus_speller(request: pytest.FixtureRequest, retriever: Any) -> Any:
+    """A spelling corrector of the documents ``retriever`` indexed, once per corpus.
+
+    None (no correction) when the retriever does not expose its ``documents`` (an
+    overridden retriever), has none, or symspellpy is not installed.
+    """
+    documents = getattr(retriever, "documents", None)
+    if not isinstance(documents, Sequence) or not documents \
+            or importlib.util.find_spec("symspellpy") is None:
+        return None
+    from pytest_ragbench.system.cache import stable_hash
+    from pytest_ragbench.system.spelling import VocabularySpeller
+
+    built = request.config.stash.setdefault(_SPELLERS, {})
+    key = stable_hash([(getattr(d, "id", ""), getattr(d, "text", str(d))) for d in documents])
+    if key not in built:
+        built[key] = VocabularySpeller.from_documents(documents)
+    return built[key]
 
 
 def _generator(request: pytest.FixtureRequest) -> tuple[Any, str]:
@@ -318,7 +342,7 @@ def ragbench_prefetch(request: pytest.FixtureRequest, ragbench_config: RagbenchC
 
 def _prefetch_jobs(request: pytest.FixtureRequest) -> list[tuple[str, System, AnswerRequest]]:
     """``(node id, system, request)`` of every selected item that asks up front."""
-    wanted = [(item.nodeid, getattr(item, "system_name", None), item.stash[ANSWER_REQUEST])
+    wanted = [(item, getattr(item, "system_name", None), item.stash[ANSWER_REQUEST])
               for item in request.session.items if ANSWER_REQUEST in item.stash]
     systems: dict[str | None, System] = {}
     if any(name is None for _, name, _ in wanted):
@@ -329,7 +353,14 @@ def _prefetch_jobs(request: pytest.FixtureRequest) -> list[tuple[str, System, An
         for name in named:
             if registry.usable(name):  # else its items report the problem themselves
                 systems[name] = registry.get(name)
-    return [(key, systems[name], asked) for key, name, asked in wanted if name in systems]
+    return [(item.nodeid, systems[name], asked) for item, name, asked in wanted
+            if name in systems and not _skips_without_asking(item, systems[name])]
+
+
+def _skips_without_asking(item: pytest.Item, system: System) -> bool:
+    """An sql item of a system that says it answers no SQL questions (kinds/sql.py)."""
+    kind = getattr(getattr(item, "item_kind", None), "name", None)
+    return kind == "sql" and getattr(system, "answers_sql", True) is False
 
 
 # -- several named systems (--ragbench-systems) ------------------------------------------------
@@ -484,7 +515,8 @@ def _builtin_system(name: str, request: pytest.FixtureRequest) -> Any:
 
     retriever = builtin_retriever(request, name)
     generator, reason = _generator(request)
-    return EmbeddedSystem(retriever, generator, no_generator_reason=reason)
+    return EmbeddedSystem(retriever, generator, no_generator_reason=reason,
+                          speller=corpus_speller(request, retriever))
 
 
 _BUILTIN_RETRIEVERS = pytest.StashKey[dict[str, Any]]()
