@@ -29,11 +29,11 @@ DEFAULTS: dict[str, dict[str, float]] = {
     # content (MiniLM cosine 0.5; a decline against an answer measured 0.03-0.15). An
     # injected payload is never written. The embedded default on the bundled vector cases
     # kept them, per kind: extractive answers, all 45 cases, 2 / 10 examples of each kind,
-    # with its spelling correction (system/spelling.py): typos 89% / 76%, drop 84% / 60%,
+    # with its spelling correction (system/spelling.py): typos 93% / 78%, drop 84% / 60%,
     # double 93% / 73% (without it: 69% / 31%, 71-73% / 29%, 78% / 36%); 2 examples:
-    # synonyms 73%, filler 93%, case/whitespace/punctuation/injection 100%. With SmolLM2-135M
-    # on the 12 simple cases, 5 typo examples each: 9 of 12 (5 without the correction; what
-    # breaks is a typo making another real word, "rate" -> "rats", or hitting a number).
+    # synonyms 73%, filler 93%, case/whitespace/punctuation/injection 100%. With SmolLM2-135M,
+    # all 45 cases, 10 typo examples each: 29 of 45 (64%); what breaks is mostly a typo
+    # making another real word ("Why" -> "Shy", "rate" -> "rats"), or the answer drifting.
     "robust": {"rbo": 0.5, "expected_sources_kept": 1.0, "answer_similarity": 0.5,
                "injection_resisted": 1.0},
     # ragas[<id>]: no item thresholds. Every score hangs on one answer of a 135M-parameter

@@ -14,7 +14,7 @@ pytest.importorskip("bm25s", reason="needs the extra 'embed'")
 from pytest_ragbench.system.default_system import EmbeddedSystem
 from pytest_ragbench.system.protocols import Context, Document, Generation, Usage
 from pytest_ragbench.system.retrievers import BM25Retriever
-from pytest_ragbench.system.spelling import VocabularySpeller, english_words
+from pytest_ragbench.system.spelling import VocabularySpeller, english_words, typing_distance
 from tests.conftest import REPO_ROOT
 
 TEXTS = [
@@ -47,6 +47,29 @@ def test_a_misspelt_word_becomes_the_vocabulary_word(speller: VocabularySpeller,
     assert speller.correct_word(misspelt) == corrected
 
 
+@pytest.mark.parametrize(("typed", "slip", "other"), [
+    ("teans", "teams", "means"),  # n is next to m; t is far from m
+    ("nall", "ball", "all"),  # n is next to b; a stray letter is a whole edit
+    ("fasy", "fast", "easy"),  # y is next to t; f is not next to e
+    ("teh", "the", "ten"),  # swapped letters, as cheap as a neighbouring key: tie
+])
+def test_typing_slips_cost_less_than_other_edits(typed: str, slip: str, other: str) -> None:
+    assert typing_distance(typed, slip) == 0.5
+    assert typing_distance(typed, other) >= 0.5
+    assert typing_distance("whst", "what") == 0.5 and typing_distance("bookk", "book") == 0.5
+    assert typing_distance("gobrt", "gobert") == 0.5  # dropped letter
+    assert typing_distance("xorld", "world") == 1.0  # x is not next to w
+
+
+def test_the_closest_slip_wins_over_a_more_frequent_word() -> None:
+    texts = ["means means means means teams", "all all all all ball", "easy easy fast"]
+    speller = VocabularySpeller.from_texts(texts, english=False, extra=())
+    assert speller.correct("Teans Nall fasy") == "Teams Ball fast"
+    # equally close: the more frequent word
+    assert VocabularySpeller.from_texts(["ten ten ten the"], english=False, extra=(),
+                                        ).correct_word("teh") == "ten"
+
+
 def test_three_edits_are_too_many(speller: VocabularySpeller) -> None:
     assert speller.correct_word("Defemsuce") == "Defemsuce"
     assert speller.correct_word("Defemsive") == "Defensive"
@@ -69,7 +92,7 @@ def test_known_words_are_left_as_they_are(speller: VocabularySpeller) -> None:
     assert "wrong" not in speller and "won" in speller and "wrong" in english_words()
     # without the English list those would be "corrected" into corpus words
     corpus_only = VocabularySpeller.from_texts(TEXTS, english=False)
-    assert corpus_only.correct("wrong maximum failed") == "won minimum field"
+    assert corpus_only.correct("wrong maximum failed") == "strong minimum field"
 
 
 def test_question_words_win_over_frequent_corpus_words(speller: VocabularySpeller) -> None:

@@ -22,8 +22,8 @@ With a ``speller`` (the fixtures pass a :class:`.spelling.VocabularySpeller` bui
 indexed documents), the question and the user's earlier turns are spelling-corrected
 before anything else: the corrected text is retrieved, checked for a decline and given to
 the generator (or the extractive answer). Robustness items with ``--ragbench-perturb
-typos`` on the 45 bundled vector cases, extractive answers: 89% of the cases held at 2
-examples each and 76% at 10, against 69% and 31% without correction (README
+typos`` on the 45 bundled vector cases, extractive answers: 93% of the cases held at 2
+examples each and 78% at 10, against 69% and 31% without correction (README
 "Robustness"). Of the bundled questions themselves only the deliberately misspelt noisy
 ones retrieve differently, and no decline changes.
 """

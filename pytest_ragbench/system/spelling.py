@@ -14,7 +14,7 @@ questions of the bundled cases (vector and their earlier turns, hybrid, ragas, b
 with the corpus vocabulary alone, 50 were changed, mostly valid words the corpus lacks
 ("failed" -> "field", "wrong" -> "won", "maximum" -> "minimum"); with the English words
 7: the misspellings and keyboard mashing of four noisy cases ("diffrence", "rokie",
-"teh"), and the mistakes "Hack-a-Shaq" -> "Hack-a-Shai" and "docker" -> "locker" (twice).
+"teh"), and the mistakes "Hack-a-Shaq" -> "Hack-a-Shaw" and "docker" -> "docket" (twice).
 
 Imported only when the embedded default system is built (symspellpy comes with the
 extra ``embed``).
@@ -60,6 +60,12 @@ QUESTION_WORDS = frozenset(_QUESTION_WORDS_TEXT.split())
 INTERROGATIVES = frozenset({"how", "what", "when", "where", "which", "who", "whom", "whose",
                             "why"})
 # Chat words, left as they are but never offered as a correction ("lob" is not "lol").
+# Typed questions: the usual slips (a neighbouring key, a letter dropped, typed twice or
+# swapped with the next) cost half an edit, any other edit a whole one: "teans" is
+# "teams" rather than "means" and "Nall" is "Ball" rather than "all". Neighbours come
+# from the QWERTY geometry: rows shifted right by a quarter and three quarters of a key.
+KEYBOARD_ROWS = (("qwertyuiop", 0.0), ("asdfghjkl", 0.25), ("zxcvbnm", 0.75))
+SLIP_COST = 0.5
 CHAT_WORDS = frozenset({"btw", "idk", "imo", "lmao", "lol", "nah", "ok", "omg", "pls", "plz",
                         "tbh", "thx", "ty", "ya", "yo"})
 
@@ -71,9 +77,10 @@ class VocabularySpeller:
     common English words to their general frequency; ``known`` words are left as they
     are without being offered as corrections. A word of ``min_length`` or more ASCII
     letters (or its possessive) that is none of these, nor a plural of one, becomes the
-    candidate within ``max_edits`` Damerau-Levenshtein edits (one for words of up to
-    :data:`SHORT` letters), among the ``max_candidates`` most frequent corpus words and
-    the English words, with the smallest distance, then the highest corpus count,
+    candidate within ``max_edits`` Damerau-Levenshtein edits whose
+    :func:`typing_distance` is at most ``max_edits`` (1 for words of up to :data:`SHORT`
+    letters), among the ``max_candidates`` most frequent corpus words and
+    the English words, with the smallest typing distance, then the highest corpus count,
     then the highest English count, in the original's case pattern (``UPPER``,
     ``Title`` or lower). Kept as they are: a word with no candidate, a word with other
     letters, in mixed case ("SQLite") or in upper case up to :data:`SHORT` letters
@@ -162,14 +169,53 @@ class VocabularySpeller:
             return word
         from symspellpy import Verbosity
 
-        edits = 1 if len(word) <= SHORT else self.max_edits
-        found = self._symspell.lookup(word.lower(), Verbosity.CLOSEST,
-                                      max_edit_distance=min(edits, self.max_edits))
-        if not found:
+        budget = 1 if len(word) <= SHORT else self.max_edits
+        lower = word.lower()
+        found = self._symspell.lookup(lower, Verbosity.ALL, max_edit_distance=self.max_edits)
+        costs = {s.term: typing_distance(lower, s.term) for s in found}
+        candidates = [t for t, cost in costs.items() if cost <= budget]
+        if not candidates:
             return word
-        best = max((s.term for s in found),
-                   key=lambda t: (self._counts.get(t, 0), self._english.get(t, 0), t))
+        best = min(candidates, key=lambda t: (costs[t], -self._counts.get(t, 0),
+                                              -self._english.get(t, 0), t))
         return _same_case(word, best)
+
+
+def _keyboard_neighbours() -> dict[str, frozenset[str]]:
+    places = {key: (row, column + shift) for row, (keys, shift) in enumerate(KEYBOARD_ROWS)
+              for column, key in enumerate(keys)}
+    return {key: frozenset(other for other, (row2, x2) in places.items() if other != key and
+                           ((row2 == row and abs(x2 - x) == 1) or
+                            (abs(row2 - row) == 1 and abs(x2 - x) < 1)))
+            for key, (row, x) in places.items()}
+
+
+NEIGHBOURS = _keyboard_neighbours()
+
+
+def typing_distance(typed: str, word: str) -> float:
+    """Damerau-Levenshtein distance (optimal string alignment) with cheap typing slips.
+
+    A neighbouring key for the right one, a dropped letter, a letter typed twice and two
+    adjacent letters swapped each cost :data:`SLIP_COST`; any other insertion or
+    substitution costs 1.
+    """
+    rows, columns = len(typed) + 1, len(word) + 1
+    table = [[0.0] * columns for _ in range(rows)]
+    for i in range(rows):
+        table[i][0] = float(i)
+    for j in range(columns):
+        table[0][j] = j * SLIP_COST
+    for i in range(1, rows):
+        for j in range(1, columns):
+            a, b = typed[i - 1], word[j - 1]
+            change = 0.0 if a == b else (SLIP_COST if b in NEIGHBOURS.get(a, ()) else 1.0)
+            extra = SLIP_COST if i > 1 and a == typed[i - 2] else 1.0  # typed twice
+            table[i][j] = min(table[i - 1][j] + extra, table[i][j - 1] + SLIP_COST,
+                              table[i - 1][j - 1] + change)
+            if i > 1 and j > 1 and a == word[j - 2] and typed[i - 2] == b:
+                table[i][j] = min(table[i][j], table[i - 2][j - 2] + SLIP_COST)
+    return table[-1][-1]
 
 
 @functools.cache
