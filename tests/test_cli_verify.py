@@ -83,11 +83,12 @@ def test_bundled_sql_cases_pass_through_the_verification_script() -> None:
     assert passed == total >= 30
 
 
-def test_bundled_cases_have_readable_ids_and_pass_under_k() -> None:
+def test_bundled_cases_have_readable_ids_and_pass_under_k(tmp_path: Path) -> None:
+    # the report goes to tmp_path: the repository's own .ragbench/ is the user's last run
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-k", "sql_ground_truth", "-q", "-p",
-         "no:cacheprovider", "-rA"], cwd=REPO_ROOT, capture_output=True, text=True,
-        check=False)
+         "no:cacheprovider", "-rA", f"--ragbench-report={tmp_path / 'report'}"],
+        cwd=REPO_ROOT, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout[-3000:]
     assert "test_cases/nba_sql.yaml::sql_ground_truth[lakers_avg_fg_pct]" in result.stdout
     passed = [line for line in result.stdout.splitlines() if line.startswith("PASSED")]
