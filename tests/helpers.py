@@ -8,6 +8,20 @@ from pathlib import Path
 XDIST_MODES = ((), ("-n", "2"), ("-p", "no:xdist"))
 
 
+def four_documents() -> list:
+    """Four short documents on unrelated topics (Lakers, Eiffel Tower, Python, coffee)."""
+    from pytest_ragbench.system.protocols import Document
+
+    topics = [
+        ("Lakers", "The Lakers won the 2020 NBA title. They beat the Miami Heat in six games."),
+        ("Tower", "The Eiffel Tower is in Paris. It was completed in 1889 for a world fair."),
+        ("Python", "Python was created by Guido van Rossum. It first appeared in 1991."),
+        ("Coffee", "Espresso is made by forcing hot water through finely ground coffee."),
+    ]
+    return [Document(f"d{i}", text, {"title": title, "source": f"{title.lower()}.md"})
+            for i, (title, text) in enumerate(topics)]
+
+
 def failure_section(output: str, title: str) -> str:
     """The text under one ``___ title ___`` header of pytest's FAILURES block."""
     lines = output.splitlines()

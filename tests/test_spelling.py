@@ -12,10 +12,11 @@ pytest.importorskip("symspellpy", reason="needs the extra 'embed'")
 pytest.importorskip("bm25s", reason="needs the extra 'embed'")
 
 from pytest_ragbench.system.default_system import EmbeddedSystem
-from pytest_ragbench.system.protocols import Context, Document, Generation, Usage
+from pytest_ragbench.system.protocols import Context, Generation, Usage
 from pytest_ragbench.system.retrievers import BM25Retriever
 from pytest_ragbench.system.spelling import VocabularySpeller, english_words, typing_distance
 from tests.conftest import REPO_ROOT
+from tests.helpers import four_documents
 
 TEXTS = [
     "Rudy Gobert won Defensive Player of the Year. The Boston Celtics won the title.",
@@ -127,13 +128,8 @@ def test_correction_is_idempotent(speller: VocabularySpeller) -> None:
 
 # -- the embedded default system ---------------------------------------------------------
 
-DOCS = [Document(f"d{i}", text, {"title": title, "source": f"{title.lower()}.md"})
-        for i, (title, text) in enumerate([
-            ("Lakers", "The Lakers won the 2020 NBA title. They beat the Miami Heat in six games."),
-            ("Tower", "The Eiffel Tower is in Paris. It was completed in 1889 for a world fair."),
-            ("Python", "Python was created by Guido van Rossum. It first appeared in 1991."),
-            ("Coffee", "Espresso is made by forcing hot water through finely ground coffee."),
-        ])]
+
+DOCS = four_documents()
 
 
 class CountingBM25(BM25Retriever):

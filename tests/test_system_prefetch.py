@@ -27,18 +27,12 @@ from pytest_ragbench.system.protocols import (
     Answer,
     AnswerRequest,
     Context,
-    Document,
     System,
 )
 from pytest_ragbench.system.retrievers import BM25Retriever
+from tests.helpers import four_documents
 
-DOCS = [Document(f"d{i}", text, {"title": title, "source": f"{title.lower()}.md"})
-        for i, (title, text) in enumerate([
-            ("Lakers", "The Lakers won the 2020 NBA title. They beat the Miami Heat in six games."),
-            ("Tower", "The Eiffel Tower is in Paris. It was completed in 1889 for a world fair."),
-            ("Python", "Python was created by Guido van Rossum. It first appeared in 1991."),
-            ("Coffee", "Espresso is made by forcing hot water through finely ground coffee."),
-        ])]
+DOCS = four_documents()
 
 
 class CountingBM25(BM25Retriever):

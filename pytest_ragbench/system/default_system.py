@@ -70,8 +70,8 @@ class EmbeddedSystem:
     question), and :meth:`describe` says so. Prior user turns join the retrieval query;
     when the retriever has a dense part and its best cosine similarity for that query is
     below ``decline_below``, the answer is :data:`NO_ANSWER` (``None`` turns this off).
-    With a ``speller``, the question and earlier user turns are corrected first, and every
-    step (batch retrieval in :meth:`prepare` included) uses the corrected text.
+    With a ``speller``, :meth:`answer`, :meth:`aanswer` and :meth:`prepare` correct the
+    question and earlier user turns once, and every later step uses the corrected text.
     """
 
     def __init__(self, retriever: Retriever, generator: Generator | None = None, *,
@@ -141,8 +141,7 @@ class EmbeddedSystem:
             self._confidence.update(confidence)
 
     def contexts(self, question: str) -> tuple[Context, ...]:
-        """Return the retrieved contexts of a question (from :meth:`prepare` when done)."""
-        question = self.spell(question)
+        """Return the retrieved contexts of a (corrected) query, from :meth:`prepare` when done."""
         with self._lock:
             found = self._retrieved.get(question)
         if found is None:
@@ -153,7 +152,6 @@ class EmbeddedSystem:
         """Whether the best dense similarity of a retrieval query is below ``decline_below``."""
         if self._dense is None or self.decline_below is None:
             return False
-        query = self.spell(query)
         with self._lock:
             best = self._confidence.get(query)
         if best is None:

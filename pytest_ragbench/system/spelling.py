@@ -60,14 +60,14 @@ QUESTION_WORDS = frozenset(_QUESTION_WORDS_TEXT.split())
 INTERROGATIVES = frozenset({"how", "what", "when", "where", "which", "who", "whom", "whose",
                             "why"})
 # Chat words, left as they are but never offered as a correction ("lob" is not "lol").
+CHAT_WORDS = frozenset({"btw", "idk", "imo", "lmao", "lol", "nah", "ok", "omg", "pls", "plz",
+                        "tbh", "thx", "ty", "ya", "yo"})
 # Typed questions: the usual slips (a neighbouring key, a letter dropped, typed twice or
 # swapped with the next) cost half an edit, any other edit a whole one: "teans" is
 # "teams" rather than "means" and "Nall" is "Ball" rather than "all". Neighbours come
 # from the QWERTY geometry: rows shifted right by a quarter and three quarters of a key.
 KEYBOARD_ROWS = (("qwertyuiop", 0.0), ("asdfghjkl", 0.25), ("zxcvbnm", 0.75))
 SLIP_COST = 0.5
-CHAT_WORDS = frozenset({"btw", "idk", "imo", "lmao", "lol", "nah", "ok", "omg", "pls", "plz",
-                        "tbh", "thx", "ty", "ya", "yo"})
 
 
 class VocabularySpeller:
