@@ -5,8 +5,9 @@ The interval (``low``, ``high``, ``method``):
 - fewer than 2 values (or clusters): none, ``"n too small"``;
 - 0/1 values: Wilson's score interval of a proportion (the bootstrap covers a Bernoulli
   mean at p = 0.1 and n = 10 only 65% of the time; Wilson 93%);
-- a bounded metric whose values do not vary: the Wilson interval of its mean rescaled to
-  [0, 1], as if it were a proportion. A Bernoulli variable is the most spread-out one with
+- a bounded metric whose values do not vary (with clusters: whose clusters' means do
+  not): the Wilson interval of its mean rescaled to [0, 1], as if it were a proportion
+  of as many trials as there are clusters. A Bernoulli variable is the most spread-out one with
   that mean, so this is the honest worst case; only a metric without a known range keeps a
   point (no spread seen, none to assume);
 - other values: Student's t, clipped to the metric's range, below :data:`BCA_MIN`
@@ -107,8 +108,12 @@ class _Cell:
 
     @property
     def spread(self) -> bool:
-        width = float(self.values.max() - self.values.min())
-        return width > 1e-12 * max(1.0, abs(self.mean))
+        """Whether the mean has a standard error beyond float noise.
+
+        Without clusters: whether the values vary. With clusters: whether the clusters'
+        means do (values that vary only within clusters leave nothing to estimate from).
+        """
+        return math.sqrt(self.variance) > 1e-12 * max(1.0, abs(self.mean))
 
     @property
     def bounded(self) -> bool:
