@@ -8,9 +8,10 @@ together. Differences are A − B (current − baseline).
 
 The randomization test must be able to reach the p that Holm asks of its smallest p-value,
 alpha / m: it draws :func:`resamples_for` (m) sign flips (at least 10,000, about 400 per
-comparison, so that the floor 2 / (B + 1) sits ten times below alpha / m), enumerates every
-flip when there are no more of them than that, and when no flip reaches the observed
-difference reports Hoeffding's bound on the exact p where it is smaller than the floor.
+comparison, so that the floor 2 / (B + 1) sits ten times below alpha / m; fewer when that
+would exceed :data:`FLIP_BUDGET`, as ``p_resolution`` then shows), enumerates every flip
+when there are no more of them than that, and when no flip reaches the observed difference
+reports Hoeffding's bound on the exact p where it is smaller than the floor.
 The CI of each difference is a 95% interval of its own (not adjusted for the family; the
 verdicts are), chosen like a cell's (:mod:`pytest_ragbench.intervals`).
 """
@@ -41,6 +42,9 @@ ALPHA = 0.05
 SEED = 0
 N_RESAMPLES = 10_000
 MAX_RESAMPLES = 2_000_000
+# Sign flips × clusters × comparisons of one block (a few seconds of matrix products):
+# beyond it fewer flips are drawn, and p_resolution says how far p can go.
+FLIP_BUDGET = 4e9
 CI_LEVEL = 0.95
 # Timings depend on the machine and on the model cache: compared, never a regression.
 TIMING_METRICS = LOWER_IS_BETTER
@@ -178,18 +182,20 @@ def sign_flip_pvalues(tests: Sequence[tuple[Sequence[float], Sequence[Hashable |
         blocks[int(sums.size)].append((i, sums))
     rng = np.random.default_rng(seed)
     for groups, members in sorted(blocks.items()):
+        affordable = int(FLIP_BUDGET / (groups * len(members)))
+        block_resamples = max(min(resamples, N_RESAMPLES), min(resamples, affordable))
         sums = np.column_stack([s for _, s in members])  # groups × tests
         observed = sums.sum(axis=0)
         tolerance = 1e-9 * np.maximum(1.0, np.abs(sums).sum(axis=0))
         at_least = np.zeros(len(members))
         at_most = np.zeros(len(members))
         drawn = 0
-        for signs in _flip_blocks(groups, resamples, rng):
+        for signs in _flip_blocks(groups, block_resamples, rng):
             flipped = signs @ sums
             at_least += (flipped >= observed - tolerance).sum(axis=0)
             at_most += (flipped <= observed + tolerance).sum(axis=0)
             drawn += signs.shape[0]
-        exact = 2**groups <= resamples
+        exact = 2**groups <= block_resamples
         if exact:
             p = np.minimum(1.0, 2 * np.minimum(at_least, at_most) / drawn)
             floor = 2.0 / drawn

@@ -318,7 +318,8 @@ def power_rows(document: dict[str, Any]) -> list[list[str]]:
     if not power:
         return []
     effects = [k for k in next(iter(power.values())) if k.startswith("d=")]
-    rows = [["power (test used, Holm alpha / m)", "test", "n", "alpha", *effects]]
+    rows = [["power (test used, Holm alpha / m)", "test", "n (fewest pairs)", "alpha",
+             *effects]]
     for kind, p in power.items():
         for test, row in (p.get("by_test") or {p.get("test", "paired t"): p}).items():
             shown = test if test != "randomization" else "randomization (as paired t)"
