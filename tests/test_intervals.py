@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats as sps
 
 from pytest_ragbench import intervals, stats
@@ -142,3 +144,21 @@ def test_clusters_shrink_the_effective_sample_of_a_proportion() -> None:
     assert ten.low == pytest.approx(cell_interval([1.0] * 10).low)
     small = cell_interval([0.2, 0.4, 0.3], ["a", "a", "a"])  # one cluster: n too small
     assert small.note == "n too small" and small.n_clusters == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from([0.0, 0.5, 1.0]),
+                          st.floats(0.0, 1.0, allow_nan=False)), min_size=2, max_size=45),
+       st.integers(1, 6))
+def test_every_bounded_cell_has_a_method_and_width(values: list[float], size: int) -> None:
+    """Any [0, 1] cell: a named method, a positive width inside the range, holding the mean."""
+    keys = [i // size for i in range(len(values))] if size > 1 else None
+    found = cell_interval(values, keys, 0.0, 1.0, n_resamples=2000)
+    if keys is not None and len(set(keys)) < 2:
+        assert found.method is None and found.note == "n too small"
+        return
+    mean = math.fsum(values) / len(values)
+    assert found.method in {"wilson", "t", "bca"}
+    assert 0.0 <= found.low < found.high <= 1.0
+    assert found.low - 1e-9 <= mean <= found.high + 1e-9
+    assert found.gate_low <= found.low + 1e-12 and found.gate_high >= found.high - 1e-12
