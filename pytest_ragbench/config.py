@@ -49,6 +49,9 @@ class RagbenchConfig:
     corpus_paths: tuple[Path, ...] = ()
     thresholds: dict[str, Any] = field(default_factory=dict)
     gates: dict[str, float] = field(default_factory=dict)
+    # Honest intervals (issue 15).
+    gate_min_n: int = 5
+    cluster_by: str | None = None
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -80,6 +83,8 @@ class RagbenchConfig:
             "robustness_examples": self.robustness_examples,
             "thresholds": self.thresholds,
             "gates": self.gates,
+            "gate_min_n": self.gate_min_n,
+            "cluster_by": self.cluster_by,
         }
 
 
@@ -241,4 +246,6 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         corpus_paths=tuple(p.resolve() for p in corpus),
         thresholds=settings["thresholds"],
         gates=settings["gates"],
+        gate_min_n=_int("ragbench_gate_min_n", config.getini("ragbench_gate_min_n") or 5),
+        cluster_by=str(config.getini("ragbench_cluster_by") or "").strip() or None,
     )

@@ -229,10 +229,16 @@ class CaseItem(pytest.Function):
                 failures: list[str] | None = None, limits: dict[str, float] | None = None,
                 error: str | None = None) -> ItemRecord:
         outcome = outcome or Outcome()
+        fields = self.case.breakdown_fields()
+        from pytest_ragbench.plugin import get_config
+
+        cluster = self.case.cluster_value(get_config(self.config).cluster_by)
+        if cluster is not None:  # the report resamples items by cluster
+            fields = {**fields, "cluster": cluster}
         return ItemRecord(
             nodeid=self.nodeid, kind=self.item_kind.name, case_kind=self.case.kind,
             case_id=self.case.id, file=self.location[0], line=self.case.line, status=status,
-            system=self.system_name, fields=self.case.breakdown_fields(),
+            system=self.system_name, fields=fields,
             tags=list(self.case.tags), metrics=dict(outcome.metrics),
             unscored=dict(outcome.unscored), thresholds=dict(limits or {}),
             failures=list(failures or []), warnings=list(outcome.warnings),

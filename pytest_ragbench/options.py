@@ -67,6 +67,11 @@ INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
     ("ragbench_dbs", "named databases as 'name=url' lines", "linelist", []),
     ("ragbench_ragcsv", "extra .csv files to read as RAGCSV", "linelist", []),
     ("ragbench_corpus", "document folders/files indexed by the default retriever", "linelist", []),
+    # Honest intervals (issue 15): gates need this many scored items; clustered cases.
+    ("ragbench_gate_min_n", "fewer scored items than this and a gate is not checked "
+     "(fails under --ragbench-gate ci-lower; default 5)", "string", "5"),
+    ("ragbench_cluster_by", "a case field whose values group items that are not "
+     "independent (default: the case field 'cluster')", "string", ""),
 )
 
 

@@ -196,11 +196,13 @@ def _single_threaded_blas() -> AbstractContextManager[object]:
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def _resampled_means(matrix: np.ndarray, n_resamples: int, rng: np.random.Generator
-                     ) -> np.ndarray:
+def _resampled_means(matrix: np.ndarray, n_resamples: int, rng: np.random.Generator,
+                     sizes: np.ndarray | None = None) -> np.ndarray:
     """Means of each column over ``n_resamples`` bootstrap resamples of the rows.
 
-    Returns a cells × resamples array.
+    Returns a cells × resamples array. With ``sizes`` (rows × cells), each row is a
+    cluster: ``matrix`` holds its sums, ``sizes`` its counts, and a resampled mean is the
+    resampled sum over the resampled count (the cluster bootstrap).
     """
     import numpy as np
 
@@ -215,22 +217,30 @@ def _resampled_means(matrix: np.ndarray, n_resamples: int, rng: np.random.Genera
             offsets = (np.arange(rows) * n)[:, None]
         counts = np.bincount((index + offsets).ravel(), minlength=rows * n).reshape(rows, n)
         means[:, start:start + rows] = (counts @ matrix).T
-    means /= n
+        if sizes is not None:
+            means[:, start:start + rows] /= (counts @ sizes).T
+    if sizes is None:
+        means /= n
     return means
 
 
-def _intervals(matrix: np.ndarray, means: np.ndarray, confidence: float, method: str
+def _intervals(matrix: np.ndarray, means: np.ndarray, confidence: float, method: str,
+               theta: np.ndarray | None = None, influence: np.ndarray | None = None
                ) -> list[Interval]:
     """Return scipy's BCa (or percentile) interval for every column of ``matrix``.
 
-    ``means`` holds each column's resampled means as a cells × resamples array.
+    ``means`` holds each column's resampled means as a cells × resamples array. For the
+    cluster bootstrap, ``theta`` gives each cell's estimate and ``influence`` its
+    jackknife values (mean of the leave-one-cluster-out estimates minus each of them),
+    rows × cells; by default both are those of the plain mean of ``matrix``.
     """
     import numpy as np
     from scipy.special import ndtr, ndtri
 
     n, cells = matrix.shape
     resamples = means.shape[1]
-    theta = matrix.mean(axis=0)
+    if theta is None:
+        theta = matrix.mean(axis=0)
     alpha = (1 - confidence) / 2
     levels = np.tile([alpha, 1 - alpha], (cells, 1))  # cells × 2
     used = [method] * cells
@@ -241,7 +251,7 @@ def _intervals(matrix: np.ndarray, means: np.ndarray, confidence: float, method:
         with np.errstate(divide="ignore", invalid="ignore"):
             z0 = ndtri(below / (2 * resamples))
             # Jackknife acceleration; for the mean, U_i = x_i - mean.
-            u = matrix - theta
+            u = matrix - theta if influence is None else influence
             a = (u**3).sum(axis=0) / (6 * ((u**2).sum(axis=0)) ** 1.5)
             z = np.array([ndtri(alpha), -ndtri(alpha)])
             num = z0[:, None] + z[None, :]
@@ -271,6 +281,8 @@ class PairedTest:
 
     ``effect_size`` is paired Cohen's d (mean difference / SD of differences).
     ``diff_ci_*`` is the t interval for the t-test, else the BCa bootstrap interval.
+    ``p_value`` is NaN where the test is undefined (the t-test of a constant non-zero
+    difference); ``to_dict`` turns it into None.
     """
 
     test: str
@@ -288,17 +300,28 @@ class PairedTest:
         for key, value in out.items():
             if isinstance(value, float) and math.isinf(value):
                 out[key] = "inf" if value > 0 else "-inf"
+            elif isinstance(value, float) and math.isnan(value):
+                out[key] = None
         return out
 
 
+def _no_spread(sd: float, mean: float) -> bool:
+    """True when ``sd`` is zero or float noise (below 1e-12 × |mean|)."""
+    return sd == 0.0 or sd < 1e-12 * abs(mean)
+
+
 def cohens_d(diffs: Scores) -> float:
-    """Paired Cohen's d: mean / sample SD of the differences (±inf when they never vary)."""
+    """Paired Cohen's d: mean / sample SD of the differences (±inf when they never vary).
+
+    A standard deviation below 1e-12 × |mean| is float noise on a constant difference
+    and counts as zero (a d of 1e15 would be an artefact of rounding).
+    """
     values = _array(diffs, "differences")
     if values.size == 0:
         raise ValueError("no differences")
     mean = float(values.mean())
     sd = float(values.std(ddof=1)) if values.size > 1 else 0.0
-    if sd == 0.0:
+    if _no_spread(sd, mean):
         return 0.0 if mean == 0.0 else math.copysign(math.inf, mean)
     return mean / sd
 
@@ -357,10 +380,11 @@ def _run_test(test: str, x: np.ndarray, y: np.ndarray, diffs: np.ndarray, n_resa
         result = stats.wilcoxon(x, y, zero_method="wilcox")
         return float(result.statistic), float(result.pvalue)
     if test == "t":
-        if n < 2:
-            return 0.0, 1.0
-        if float(diffs.max()) == float(diffs.min()):  # constant non-zero difference
-            return math.copysign(math.inf, float(diffs[0])), 0.0
+        mean = float(diffs.mean())
+        if n < 2 or _no_spread(float(diffs.std(ddof=1)), mean):
+            # A constant non-zero difference has no variance to scale it by: the t
+            # statistic and its p are undefined (NaN), not 0.
+            return math.copysign(math.inf, mean), math.nan
         result = stats.ttest_rel(x, y)
         return float(result.statistic), float(result.pvalue)
 

@@ -99,7 +99,7 @@ def test_breakdowns_by_the_configured_fields_only() -> None:
     assert breakdowns["difficulty"]["hard"]["token_f1"]["n"] == 9  # None is not a value
     # The terminal shows only fields with two or more values.
     titles = [title for title, _ in terminal.breakdown_tables(result)]
-    assert titles == ["vector by category (mean [95% CI])"]
+    assert len(titles) == 1 and titles[0].startswith("vector by category (mean [95% CI] method")
 
 
 def test_usage_totals_cache_rate_and_latency_percentiles() -> None:
@@ -178,7 +178,12 @@ def test_system_comparisons_match_the_sakai_book_example() -> None:
         running = max(running, min(1.0, (3 - rank) * raw[i]))
         expected[i] = running
     assert holm == pytest.approx(expected)
-    assert result["power_analysis"]["vector"] == {"n": 20, **stats.power_table(20)}
+    # Power of the test used (randomization, as a paired t) at Holm's alpha / 3.
+    power = result["power_analysis"]["vector"]
+    assert (power["n"], power["test"], power["family"]) == (20, "randomization", 3)
+    assert power["alpha"] == pytest.approx(0.05 / 3)
+    for name, value in stats.power_table(20, alpha=0.05 / 3).items():
+        assert power[name] == pytest.approx(value)
     # Per-system statistics sit beside the pooled ones.
     assert result["metrics"]["vector"]["nDCG@5"]["systems"]["X"]["n"] == 20
 
@@ -255,9 +260,10 @@ def test_gates_on_mean_and_on_the_pessimistic_ci_bound() -> None:
     on_bound = build(records, gates=table, gate="ci-lower")
     verdicts = {v["gate"]: v for v in on_bound["gates"]}
     assert verdicts["vector.token_f1"]["passed"] is False
-    assert verdicts["vector.token_f1"]["value"] == f1["ci_low"]
+    # The gate bound: the more pessimistic of the cell's interval and Korn-Graubard's.
+    assert verdicts["vector.token_f1"]["value"] == f1["ci_gate_low"] <= f1["ci_low"]
     assert verdicts["vector.latency_s"]["passed"] is False  # upper bound for a timing
-    assert verdicts["vector.latency_s"]["value"] == latency["ci_high"]
+    assert verdicts["vector.latency_s"]["value"] == latency["ci_gate_high"] == latency["ci_high"]
     assert verdicts["vector.nothing"]["passed"] is None
     line = next(f for f in on_bound["failures"] if "token_f1 >=" in f)
     assert line.startswith(f"gate vector.token_f1 >= {between:g}: MISSED (95% CI lower bound")
@@ -293,6 +299,10 @@ def test_results_document_has_the_spec_keys_and_no_nan() -> None:
     cell = result["metrics"]["vector"]["token_f1"]
     assert {"n", "n_unscored", "mean", "ci_low", "ci_high", "std", "threshold",
             "pass_rate"} <= set(cell)
-    assert (cell["n"], cell["n_unscored"]) == (1, 1)
-    assert cell["ci_95"] == [cell["ci_low"], cell["ci_high"]]  # the seed's form
+    # The lost item counts as unscored too; one value has no interval.
+    assert (cell["n"], cell["n_unscored"]) == (1, 2)
+    assert cell["unscored_reasons"] == {"item lost (its worker crashed)": 1,
+                                        "not a finite number": 1}
+    assert cell["ci_low"] is cell["ci_high"] is cell["ci_95"] is cell["ci_method"] is None
+    assert cell["ci_note"] == "n too small"
     assert result["counts"]["vector"]["all"]["lost"] == 1

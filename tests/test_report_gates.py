@@ -71,19 +71,20 @@ def test_gate_on_the_ci_lower_bound(project: pytest.Pytester, mode: tuple[str, .
     (project.path / "degrade.txt").write_text("x")
     project.runpytest("--ragbench", *mode)
     degraded = results(project)["metrics"]["toy"]["token_f1"]
-    assert degraded["ci_high"] < healthy["ci_low"]
-    # A bound between the degraded interval and the healthy one.
-    bound = round((degraded["ci_high"] + healthy["ci_low"]) / 2, 3)
+    assert degraded["ci_high"] < healthy["ci_gate_low"] <= healthy["ci_low"]
+    # A bound between the degraded interval and the healthy one's gate bound.
+    bound = round((degraded["ci_high"] + healthy["ci_gate_low"]) / 2, 3)
     (project.path / "pyproject.toml").write_text(
         f'[tool.ragbench.gates]\n"toy.token_f1" = {bound}\n')
 
     fired = project.runpytest("--ragbench", "--ragbench-gate", "ci-lower", *mode)
     assert fired.ret == pytest.ExitCode.TESTS_FAILED
     (line,) = _failures(fired.stdout.str())
-    low, high = (results(project)["metrics"]["toy"]["token_f1"][k] for k in ("ci_low", "ci_high"))
+    cell = results(project)["metrics"]["toy"]["token_f1"]
+    low, high, checked = cell["ci_low"], cell["ci_high"], cell["ci_gate_low"]
     assert line.startswith(f"FAILED gate toy.token_f1 >= {bound:g}: MISSED (95% CI lower bound "
-                           f"{low:.4g}; mean ")
-    assert f"95% CI [{low:.4g}, {high:.4g}], n=40)" in line
+                           f"{checked:.4g} ({cell['ci_gate_method']}); mean ")
+    assert f"95% CI [{low:.4g}, {high:.4g}] {cell['ci_method']}, n=40)" in line
 
     (project.path / "degrade.txt").unlink()
     quiet = project.runpytest("--ragbench", "--ragbench-gate", "ci-lower", *mode)
@@ -123,16 +124,20 @@ def test_several_systems_are_compared_pairwise(pytester: pytest.Pytester,
     p_values = [c["toy"][m]["p_holm"] >= c["toy"][m]["p_value"]
                 for c in data["comparisons"].values() for m in c["toy"]]
     assert all(p_values)
-    assert set(data["power_analysis"]["toy"]) == {"n", "d=0.2", "d=0.3", "d=0.5"}
-    assert data["power_analysis"]["toy"]["n"] == 30
+    power = data["power_analysis"]["toy"]
+    assert set(power) == {"n", "alpha", "family", "test", "by_test", "d=0.2", "d=0.3", "d=0.5"}
+    assert (power["n"], power["test"]) == (30, "randomization")
+    assert power["alpha"] == pytest.approx(0.05 / power["family"])
     result.stdout.fnmatch_lines([
         "kind * system * metric * n * unscored * mean *",
         "toy * exact * token_f1 * 30 *",
-        "paired comparisons (A - B; Holm-corrected, alpha 0.05):",
+        "paired comparisons (A - B; p Holm-corrected over * comparisons, alpha 0.05; "
+        "CIs 95% each, unadjusted):",
         "exact_vs_terse * toy * exact_match * mcnemar * 30 *",
         "exact_vs_halves * toy * token_f1 * randomization * 30 * +0.* better",
-        "power (paired t, alpha 0.05) * n * d=0.2 * d=0.3 * d=0.5",
-        "toy * 30 * *% * *% * *%",
+        "power (test used, Holm alpha / m) * test * n * alpha * d=0.2 * d=0.3 * d=0.5",
+        "toy * mcnemar (*% discordant) * 30 * * *% * *% * *%",
+        "toy * randomization (as paired t) * 30 * * *% * *% * *%",
     ])
 
 

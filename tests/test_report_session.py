@@ -117,18 +117,21 @@ def test_terminal_section_reads_at_a_glance(project: pytest.Pytester) -> None:
         "sql_ground_truth  (all)      2      1       1       0        0      0        0",
     ]
     result.stdout.fnmatch_lines([
-        "metrics: mean, 95% CI (bootstrap BCa, 10000 resamples, seeded), std, item threshold*",
-        "kind * metric * n * unscored * mean * 95% CI * std * threshold * pass rate",
-        "sql_ground_truth * match * 2 * 0 * 0.500 * [[]0.000, 1.000] * 0.707 * >=1 * 50.0%",
-        "toy * exact_match * 24 * 0 *",
+        "metrics: mean and 95% CI (Wilson for 0/1 metrics; t clipped to the metric's range "
+        "below n=30, BCa bootstrap with 10000 seeded resamples from there; none below n=2; *",
+        "kind * metric * n * unscored * mean * 95% CI * CI method * std * threshold * "
+        "pass rate [[]95% CI]",
+        "sql_ground_truth * match * 2 * 0 * 0.500 * [[]0.095, 0.905] * Wilson * 0.707 * >=1 * "
+        "50.0% [[]9.5, 90.5]",
+        "toy * exact_match * 24 * 0 * * Wilson *",
         "toy * faithfulness * 0 * 24 * - *",
-        "toy * token_f1 * 24 * 0 * 0.* [[]0.*, *] * 0.* * >=0.6 * *%",
+        "toy * token_f1 * 24 * 0 * 0.* [[]0.*, *] * t * 0.* * >=0.6 * *% [[]*]",
         "unscored metrics:",
         "  toy.faithfulness: 24 unscored: no judge configured (--ragbench-judge-url)",
-        "toy by category (mean [[]95% CI])*",
+        "toy by category (mean [[]95% CI] method: W Wilson, t, B BCa, * no spread; n<2: none):",
         "category * n * exact_match * token_f1",
         "lookup * 8 * *",
-        "toy by difficulty (mean [[]95% CI])*",
+        "toy by difficulty (mean [[]95% CI] method*",
         "model usage * calls * prompt tokens * completion tokens * cache hits * latency p50 *",
         "generator * 24 *",
         "time per item * n * p50 * p95 * total",
@@ -141,8 +144,8 @@ def test_terminal_section_reads_at_a_glance(project: pytest.Pytester) -> None:
 def test_breakdown_flag_picks_the_fields(project: pytest.Pytester) -> None:
     result = project.runpytest("--ragbench", "--ragbench-breakdown", "difficulty,doc_type")
     output = result.stdout.str()
-    assert "toy by difficulty (mean [95% CI])" in output
-    assert "toy by doc_type (mean [95% CI])" in output
+    assert "toy by difficulty (mean [95% CI] method" in output
+    assert "toy by doc_type (mean [95% CI] method" in output
     assert "toy by category" not in output
     breakdowns = results(project)["breakdowns"]["toy"]
     assert set(breakdowns) == {"difficulty", "doc_type"}

@@ -233,7 +233,7 @@ def test_identical_samples_show_no_difference(test: str) -> None:
     assert result.diff_mean == result.diff_ci_low == result.diff_ci_high == 0.0
 
 
-@pytest.mark.parametrize("test", ["randomization", "t", "wilcoxon", "mcnemar"])
+@pytest.mark.parametrize("test", ["randomization", "wilcoxon", "mcnemar"])
 def test_tiny_and_constant_samples_are_defined(test: str) -> None:
     for a, b in [([], []), ([1.0], [0.0]), ([1.0, 1.0, 1.0], [0.0, 0.0, 0.0])]:
         result = stats.paired_test(a, b, test=test)  # type: ignore[arg-type]
@@ -244,6 +244,24 @@ def test_tiny_and_constant_samples_are_defined(test: str) -> None:
     constant = stats.paired_test([1.0, 1.0, 1.0], [0.0, 0.0, 0.0], test=test)  # type: ignore[arg-type]
     assert constant.effect_size == math.inf
     assert constant.to_dict()["effect_size"] == "inf"
+
+
+def test_t_test_of_constant_differences() -> None:
+    """A constant zero difference: p = 1; a constant non-zero one: p undefined, never 0."""
+    assert stats.paired_test([0.3, 0.5], [0.3, 0.5], test="t").p_value == 1.0
+    for a, b in [([1.0], [0.0]), ([1.0, 1.0], [0.0, 0.0]), ([0.7, 0.9, 0.2], [0.6, 0.8, 0.1])]:
+        result = stats.paired_test(a, b, test="t")
+        assert math.isnan(result.p_value), (a, b)
+        assert result.to_dict()["p_value"] is None
+        assert result.effect_size == math.inf  # 0.1 with float noise is still constant
+    # Two different differences: a t-test with one degree of freedom, p in (0, 1).
+    assert 0 < stats.paired_test([1.0, 2.0], [0.0, 0.5], test="t").p_value < 1
+
+
+def test_cohens_d_treats_float_noise_as_no_spread() -> None:
+    noisy = [0.1 + 0.2 - 0.3 + 0.1, 0.1, 0.1]  # 0.1 give or take 1e-17
+    assert stats.cohens_d(noisy) == math.inf
+    assert stats.cohens_d([0.1, 0.2, 0.3]) == pytest.approx(0.2 / 0.1)
 
 
 def test_paired_inputs_must_pair_up() -> None:

@@ -308,10 +308,11 @@ def test_registered_systems_on_the_sql_kind(pytester: pytest.Pytester,
         "kind * system * metric * n * unscored * mean *",
         "sql * good * correct * 9 * 0 * 1.000 *",
         "sql * bad * correct * 9 * 0 * 0.222 *",
-        "paired comparisons (A - B; Holm-corrected, alpha 0.05):",
+        "paired comparisons (A - B; p Holm-corrected over 2 comparisons, alpha 0.05; "
+        "CIs 95% each, unadjusted):",
         "good_vs_bad * sql * correct * mcnemar * 9 * +0.778 * *0.0156 * 0.0312 * * better",
-        "power (paired t, alpha 0.05) * n * d=0.2 * d=0.3 * d=0.5",
-        "sql * 9 * *% * *% * *%",
+        "power (test used, Holm alpha / m) * test * n * alpha * d=0.2 * d=0.3 * d=0.5",
+        "sql * mcnemar (*% discordant) * 9 * 0.025 * *% * *% * *%",
     ])
 
 
@@ -534,10 +535,11 @@ def test_builtin_systems_summary_compares_them(pytester: pytest.Pytester) -> Non
         "probe * hybrid * hit * 8 *",
         "model usage * calls *",
         "bm25/generator * 8 *",
-        "paired comparisons (A - B; Holm-corrected, alpha 0.05):",
+        "paired comparisons (A - B; p Holm-corrected over * comparisons, alpha 0.05; "
+        "CIs 95% each, unadjusted):",
         "dense_vs_bm25 * probe * hit * mcnemar * 8 *",
         "bm25_vs_hybrid * probe * rr * * 8 *",
-        "power (paired t, alpha 0.05) * n * d=0.2 * d=0.3 * d=0.5",
-        "probe * 8 * *% * *% * *%",
+        "power (test used, Holm alpha / m) * test * n * alpha * d=0.2 * d=0.3 * d=0.5",
+        "probe * * 8 * * *% * *% * *%",
     ])
     assert "ragbench: embedding" not in result.stdout.str()  # not a terminal: no bar

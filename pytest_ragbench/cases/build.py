@@ -26,7 +26,7 @@ from pytest_ragbench.errors import CaseError
 
 KINDS = tuple(CASE_CLASSES)
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:/@+-]+$")
-COMMON_FIELDS = ("id", "kind", "category", "tags", "thresholds")
+COMMON_FIELDS = ("id", "kind", "category", "tags", "thresholds", "cluster")
 ALIASES = {"gold_sql": "expected_sql"}
 TABLE_ALIASES = ("expected_columns", "expected_rows")
 
@@ -267,7 +267,7 @@ SCHEMAS: dict[str, Schema] = {
 }
 COMMON: Schema = {
     "category": (_enum_name, False), "tags": (_str_list, False),
-    "thresholds": (_thresholds, False),
+    "thresholds": (_thresholds, False), "cluster": (_enum_name, False),
 }
 
 

@@ -39,6 +39,9 @@ class Case:
     thresholds: dict[str, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     id_generated: bool = False
+    # Cases sharing a cluster (one conversation, one source document) are not independent:
+    # the report's intervals and paired tests resample clusters instead of cases.
+    cluster: str | None = None
 
     @property
     def label(self) -> str:
@@ -52,6 +55,23 @@ class Case:
     def item_thresholds(self) -> dict[str, float] | None:
         """The case's own thresholds (None: defaults apply; {}: never fail on a metric)."""
         return self.thresholds
+
+    def cluster_value(self, by: str | None = None) -> str | None:
+        """The case's cluster: its ``cluster`` field, or the one ``ragbench_cluster_by`` names.
+
+        The field may be a typed one (``source_dataset``), an extra one kept from the case
+        file (``source``, ``conversation``) or a key of ragas ``metadata``.
+        """
+        name = by or "cluster"
+        value = getattr(self, name, None) if name in self.__dataclass_fields__ else None
+        if value is None:
+            value = self.extra.get(name)
+        metadata = getattr(self, "metadata", None)
+        if value is None and isinstance(metadata, dict):
+            value = metadata.get(name)
+        if value is None or isinstance(value, dict | list | tuple) or str(value) == "":
+            return None
+        return str(value)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe mapping of every field."""

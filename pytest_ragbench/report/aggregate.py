@@ -1,9 +1,13 @@
 """Cells of scores and their statistics: metrics per kind, breakdowns, usage, RAGCSV blocks.
 
 A *cell* is the set of items of one kind (optionally one system and some field values)
-scored on one metric. Every cell's 95% CI comes from one batched, seeded bootstrap
-(:func:`pytest_ragbench.stats.batch_bootstrap_ci`), over values in node-id order, so the
-numbers do not depend on how pytest-xdist scheduled the items. Imported at session end.
+scored on one metric. Each cell's 95% CI is chosen from its data
+(:mod:`pytest_ragbench.intervals`: Wilson for 0/1 values and pass rates, t for small n,
+a batched, seeded BCa bootstrap from n = 30, none below n = 2), over values in node-id
+order, so the numbers do not depend on how pytest-xdist scheduled the items. Items that
+share a ``cluster`` (the case field, or the one ``ragbench_cluster_by`` names) are
+resampled together, and so are the systems' answers to one case in the pooled cell of
+several systems. Imported at session end.
 """
 
 from __future__ import annotations
@@ -50,6 +54,46 @@ def direction(metric: str) -> str:
         return "higher"
 
 
+# Ranges of the kinds' own metrics (the registry knows the shared ones); 0/1 metrics are
+# also recognised from their values.
+OWN_RANGES: dict[str, tuple[float, float]] = {
+    **dict.fromkeys(("answered", "declined", "injection_resisted", "similarity_in_range",
+                     "correct", "match", "data_match", "execution_match", "value_recall",
+                     "rbo", "expected_sources_kept"), (0.0, 1.0)),
+    "top_similarity": (-1.0, 1.0),
+    "accuracy": (0.0, 100.0),
+    "latency_s": (0.0, math.inf),
+    "total_time_ms": (0.0, math.inf),
+}
+ITEM_ERROR = "item error"
+ITEM_LOST = "item lost (its worker crashed)"
+
+
+def metric_range(metric: str) -> tuple[float | None, float | None]:
+    """The range a metric's values lie in, where it is known (None for an unknown side)."""
+    from pytest_ragbench.metrics.registry import REGISTRY, UnknownMetricError
+
+    if metric in OWN_RANGES:
+        low, high = OWN_RANGES[metric]
+    elif metric.startswith("source_hit@") or metric.endswith(".holds"):
+        low, high = 0.0, 1.0
+    else:
+        try:
+            spec = REGISTRY.parse(metric).spec
+        except UnknownMetricError:
+            return None, None
+        low, high = spec.low, spec.high
+    return (low if math.isfinite(low) else None), (high if math.isfinite(high) else None)
+
+
+def cluster_key(record: ItemRecord, by_case: bool) -> tuple[str, ...] | None:
+    """The record's cluster: its ``cluster`` field, else its case when ``by_case``."""
+    value = record.fields.get("cluster")
+    if value is not None and value != "":
+        return ("cluster", str(value))
+    return ("case", record.file, record.case_id) if by_case else None
+
+
 def field_value(record: ItemRecord, name: str) -> str | None:
     """A record's value of a breakdown field (``system`` included) as text, or None."""
     value = record.system if name == "system" else record.fields.get(name)
@@ -88,45 +132,72 @@ def scored_value(record: ItemRecord, metric: str) -> float | None:
 
 def compute_cells(cells: dict[Cell, list[ItemRecord]]) -> dict[Cell, dict[str, Any]]:
     """Statistics of every cell: n, unscored counts, mean, 95% CI, std, threshold, pass rate."""
-    from pytest_ragbench import stats
+    from pytest_ragbench import intervals, stats
 
     result: dict[Cell, dict[str, Any]] = {}
-    to_bootstrap: list[tuple[Cell, list[float]]] = []
+    wanted: list[intervals.CellData] = []
+    owners: list[tuple[Cell, str]] = []  # (cell, "ci" or "pass_rate") of each wanted interval
     for cell in sorted(cells, key=Cell.sort_key):
+        records = cells[cell]
+        pooled = len({r.system for r in records}) > 1  # several systems' answers per case
         values: list[float] = []
+        clusters: list[tuple[str, ...] | None] = []
+        passes: list[float] = []
+        pass_clusters: list[tuple[str, ...] | None] = []
         limits: list[float] = []
-        passes = 0
         reasons: Counter[str] = Counter()
-        for record in cells[cell]:
+        for record in records:
             value = scored_value(record, cell.metric)
             if value is None:
                 if cell.metric in record.unscored:
                     reasons[str(record.unscored[cell.metric])] += 1
                 elif cell.metric in record.metrics:
                     reasons["not a finite number"] += 1
+                elif record.status == "lost":
+                    reasons[ITEM_LOST] += 1
+                elif record.status == "error" or record.error is not None:
+                    reasons[ITEM_ERROR] += 1
                 continue
             values.append(value)
+            clusters.append(cluster_key(record, pooled))
             limit = record.thresholds.get(cell.metric)
             if isinstance(limit, int | float):
                 limits.append(float(limit))
-                passes += not below(cell.metric, value, float(limit))
+                passes.append(float(not below(cell.metric, value, float(limit))))
+                pass_clusters.append(clusters[-1])
         entry: dict[str, Any] = {
             "n": len(values), "n_unscored": sum(reasons.values()), "mean": None,
-            "ci_low": None, "ci_high": None, "ci_95": None, "std": None,
-            "threshold": _common(limits), "pass_rate": passes / len(limits) if limits else None,
+            "ci_low": None, "ci_high": None, "ci_95": None, "ci_method": None,
+            "ci_note": None, "ci_gate_low": None, "ci_gate_high": None,
+            "ci_gate_method": None, "n_clusters": None, "std": None,
+            "threshold": _common(limits),
+            "pass_rate": sum(passes) / len(passes) if passes else None,
+            "pass_rate_ci_low": None, "pass_rate_ci_high": None,
             "direction": direction(cell.metric),
             "unscored_reasons": dict(sorted(reasons.items())),
         }
         if values:
             summary = stats.summarize(values)
-            entry.update(mean=summary.mean, std=summary.std)
-            to_bootstrap.append((cell, values))
+            entry.update(mean=summary.mean, std=summary.std if len(values) > 1 else None)
+            low, high = metric_range(cell.metric)
+            wanted.append(intervals.CellData(values, clusters, low, high))
+            owners.append((cell, "ci"))
+        if passes:
+            wanted.append(intervals.CellData(passes, pass_clusters, 0.0, 1.0))
+            owners.append((cell, "pass_rate"))
         result[cell] = entry
-    intervals = stats.batch_bootstrap_ci([v for _, v in to_bootstrap], CONFIDENCE,
-                                         n_resamples=N_RESAMPLES, seed=SEED)
-    for (cell, _), interval in zip(to_bootstrap, intervals, strict=True):
-        result[cell].update(ci_low=interval.low, ci_high=interval.high,
-                            ci_95=[interval.low, interval.high], ci_method=interval.method)
+    found = intervals.cell_intervals(wanted, CONFIDENCE, n_resamples=N_RESAMPLES, seed=SEED)
+    for (cell, part), interval in zip(owners, found, strict=True):
+        entry = result[cell]
+        if part == "pass_rate":
+            entry.update(pass_rate_ci_low=interval.low, pass_rate_ci_high=interval.high)
+            continue
+        entry.update(ci_low=interval.low, ci_high=interval.high, ci_method=interval.method,
+                     ci_note=interval.note, ci_gate_low=interval.gate_low,
+                     ci_gate_high=interval.gate_high, ci_gate_method=interval.gate_method,
+                     n_clusters=interval.n_clusters)
+        if interval.low is not None:
+            entry["ci_95"] = [interval.low, interval.high]
     return result
 
 

@@ -1,54 +1,217 @@
 """Paired comparisons: systems of one run against each other, and a run against a baseline.
 
 Items are paired by case (kind, case id, and system for a baseline); each metric gets
-the paired test that fits it — exact McNemar when every value is 0 or 1, otherwise the
-randomization (sign-flip) test — and the p-values of one family of comparisons are
-Holm-corrected together. Differences are A − B (current − baseline).
+the paired test that fits it — exact McNemar when every value is 0 or 1 and the cases are
+independent, otherwise the randomization (sign-flip) test, which flips whole clusters when
+cases share one — and the p-values of one family of comparisons are Holm-corrected
+together. Differences are A − B (current − baseline).
+
+The randomization test must be able to reach the p that Holm asks of its smallest p-value,
+alpha / m: it draws :func:`resamples_for` (m) sign flips (at least 10,000, about 400 per
+comparison, so that the floor 2 / (B + 1) sits ten times below alpha / m; fewer when that
+would exceed :data:`FLIP_BUDGET`, as ``p_resolution`` then shows), enumerates every flip
+when there are no more of them than that, and when no flip reaches the observed difference
+reports Hoeffding's bound on the exact p where it is smaller than the floor.
+The CI of each difference is a 95% interval of its own (not adjusted for the family; the
+verdicts are), chosen like a cell's (:mod:`pytest_ragbench.intervals`).
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_ragbench.records import ItemRecord
-from pytest_ragbench.report.aggregate import direction, metric_names, scored_value
+from pytest_ragbench.report.aggregate import (
+    cluster_key,
+    direction,
+    metric_names,
+    metric_range,
+    scored_value,
+)
 from pytest_ragbench.thresholds import LOWER_IS_BETTER
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ALPHA = 0.05
 SEED = 0
 N_RESAMPLES = 10_000
+MAX_RESAMPLES = 2_000_000
+# Sign flips × clusters × comparisons of one block (a few seconds of matrix products):
+# beyond it fewer flips are drawn, and p_resolution says how far p can go.
+FLIP_BUDGET = 4e9
+CI_LEVEL = 0.95
 # Timings depend on the machine and on the model cache: compared, never a regression.
 TIMING_METRICS = LOWER_IS_BETTER
 
 
-def choose_test(a: Sequence[float], b: Sequence[float]) -> str:
-    """``mcnemar`` for pass/fail (0/1) metrics, else ``randomization``."""
+def resamples_for(family: int) -> int:
+    """Sign flips for a family of ``family`` comparisons: the p floor 10x below alpha / m."""
+    wanted = math.ceil(20 * max(1, family) / ALPHA)
+    return min(MAX_RESAMPLES, max(N_RESAMPLES, wanted))
+
+
+def choose_test(a: Sequence[float], b: Sequence[float], clustered: bool = False) -> str:
+    """``mcnemar`` for pass/fail (0/1) metrics of independent cases, else ``randomization``."""
     binary = all(v in (0.0, 1.0) for v in (*a, *b))
-    return "mcnemar" if binary else "randomization"
+    return "mcnemar" if binary and not clustered else "randomization"
 
 
-def compare_pairs(name: str, kind: str, metric: str, pairs: list[tuple[float, float]],
-                  system: str | None = None) -> dict[str, Any]:
-    """One paired test of A against B over ``pairs`` of values."""
-    from pytest_ragbench import stats
+@dataclass
+class Pairs:
+    """The paired values of one comparison, with each pair's cluster key."""
 
-    a = [p[0] for p in pairs]
-    b = [p[1] for p in pairs]
-    test = choose_test(a, b)
-    result = stats.paired_test(a, b, test=test,  # type: ignore[arg-type]
-                               n_resamples=N_RESAMPLES, seed=SEED)
-    return {
-        "name": name, "kind": kind, "metric": metric, "system": system, "test": test,
-        "n": result.n, "mean_a": sum(a) / len(a), "mean_b": sum(b) / len(b),
-        "delta": result.diff_mean, "ci_low": result.diff_ci_low,
-        "ci_high": result.diff_ci_high, "p_value": result.p_value,
-        "effect_size": _finite_or_text(result.effect_size),
-        "direction": direction(metric),
-    }
+    name: str
+    kind: str
+    metric: str
+    system: str | None = None
+    a: list[float] = field(default_factory=list)
+    b: list[float] = field(default_factory=list)
+    clusters: list[Hashable | None] = field(default_factory=list)
+
+    def add(self, first: ItemRecord, second: ItemRecord) -> None:
+        """Pair two records' values of the metric when both are scored."""
+        x, y = scored_value(first, self.metric), scored_value(second, self.metric)
+        if x is not None and y is not None:
+            self.a.append(x)
+            self.b.append(y)
+            self.clusters.append(cluster_key(first, False))
+
+    @property
+    def clustered(self) -> bool:
+        keys = [k for k in self.clusters if k is not None]
+        return len(set(keys)) < len(keys)
+
+
+def evaluate(family: list[Pairs]) -> list[dict[str, Any]]:
+    """Test, interval and effect size of every comparison, Holm-corrected as one family."""
+    from pytest_ragbench import intervals, stats
+
+    family = [p for p in family if p.a]
+    resamples = resamples_for(len(family))
+    out: list[dict[str, Any]] = []
+    cells = []
+    flips: list[tuple[int, list[float], list[Hashable | None]]] = []
+    for index, pairs in enumerate(family):
+        diffs = [x - y for x, y in zip(pairs.a, pairs.b, strict=True)]
+        test = choose_test(pairs.a, pairs.b, pairs.clustered)
+        low, high = metric_range(pairs.metric)
+        span = (high - low) if low is not None and high is not None else None
+        cells.append(intervals.CellData(diffs, pairs.clusters if pairs.clustered else None,
+                                        -span if span is not None else None, span))
+        n = len(diffs)
+        comparison: dict[str, Any] = {
+            "name": pairs.name, "kind": pairs.kind, "metric": pairs.metric,
+            "system": pairs.system, "test": test, "n": n, "n_clusters": None,
+            "mean_a": sum(pairs.a) / n, "mean_b": sum(pairs.b) / n,
+            "delta": sum(diffs) / n, "ci_low": None, "ci_high": None, "ci_method": None,
+            "ci_level": CI_LEVEL, "ci_adjusted": False,
+            "p_value": None, "p_method": None, "p_resolution": None, "resamples": None,
+            "effect_size": _finite_or_text(stats.cohens_d(diffs)),
+            "direction": direction(pairs.metric),
+        }
+        if test == "mcnemar":
+            comparison.update(_mcnemar(pairs.a, pairs.b))
+        else:
+            flips.append((index, diffs, pairs.clusters if pairs.clustered else [None] * n))
+        out.append(comparison)
+    for index, found in zip([i for i, _, _ in flips],
+                            sign_flip_pvalues([(d, c) for _, d, c in flips], resamples),
+                            strict=True):
+        out[index].update(found)
+    for comparison, interval in zip(out, intervals.cell_intervals(cells, CI_LEVEL, seed=SEED),
+                                    strict=True):
+        comparison.update(ci_low=interval.low, ci_high=interval.high,
+                          ci_method=interval.method, n_clusters=interval.n_clusters)
+    return holm(out)
+
+
+def _mcnemar(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+    """Exact McNemar: a two-sided binomial test of the discordant pairs."""
+    from scipy import stats as sps
+
+    a_only = sum(1 for x, y in zip(a, b, strict=True) if x == 1.0 and y == 0.0)
+    b_only = sum(1 for x, y in zip(a, b, strict=True) if x == 0.0 and y == 1.0)
+    discordant = a_only + b_only
+    p = 1.0 if not discordant else float(sps.binomtest(min(a_only, b_only), discordant,
+                                                        0.5).pvalue)
+    return {"p_value": min(1.0, p), "p_method": "exact binomial",
+            "p_resolution": 2 * 0.5**discordant if discordant else 1.0,
+            "discordant": discordant}
+
+
+def _flip_blocks(groups: int, resamples: int, rng: np.random.Generator
+                 ) -> Iterator[np.ndarray]:
+    """Sign vectors: all 2^G of them when that is no more than ``resamples``, else random."""
+    import numpy as np
+
+    rows = max(1, 2**18 // groups)
+    if 2**groups <= resamples:
+        bits = np.arange(groups)
+        for start in range(0, 2**groups, rows):
+            codes = np.arange(start, min(2**groups, start + rows))
+            yield ((codes[:, None] >> bits) & 1) * 2.0 - 1.0
+        return
+    for start in range(0, resamples, rows):
+        yield rng.integers(0, 2, (min(rows, resamples - start), groups)) * 2.0 - 1.0
+
+
+def sign_flip_pvalues(tests: Sequence[tuple[Sequence[float], Sequence[Hashable | None]]],
+                      resamples: int, seed: int = SEED) -> list[dict[str, Any]]:
+    """Two-sided randomization p-values of the mean difference, flipping whole clusters.
+
+    Tests with the same number of clusters share their sign flips (one matrix product per
+    block). The p-value is Monte-Carlo ``2 min(k+1)/(B+1)`` or exact over all flips;
+    where no flip reached the observed sum, Hoeffding's bound ``2 exp(-T^2 / 2 sum S_g^2)``
+    on the exact p replaces the floor when it is smaller (still a valid p-value: it is only
+    used when the Monte-Carlo p sits at its floor, and it bounds the exact p from above).
+    """
+    import numpy as np
+
+    from pytest_ragbench.intervals import CellData, prepare
+
+    results: list[dict[str, Any]] = [{} for _ in tests]
+    blocks: dict[int, list[tuple[int, np.ndarray]]] = defaultdict(list)
+    for i, (diffs, clusters) in enumerate(tests):
+        sums = prepare(CellData(diffs, list(clusters))).sums
+        blocks[int(sums.size)].append((i, sums))
+    rng = np.random.default_rng(seed)
+    for groups, members in sorted(blocks.items()):
+        affordable = int(FLIP_BUDGET / (groups * len(members)))
+        block_resamples = max(min(resamples, N_RESAMPLES), min(resamples, affordable))
+        sums = np.column_stack([s for _, s in members])  # groups × tests
+        observed = sums.sum(axis=0)
+        tolerance = 1e-9 * np.maximum(1.0, np.abs(sums).sum(axis=0))
+        at_least = np.zeros(len(members))
+        at_most = np.zeros(len(members))
+        drawn = 0
+        for signs in _flip_blocks(groups, block_resamples, rng):
+            flipped = signs @ sums
+            at_least += (flipped >= observed - tolerance).sum(axis=0)
+            at_most += (flipped <= observed + tolerance).sum(axis=0)
+            drawn += signs.shape[0]
+        exact = 2**groups <= block_resamples
+        if exact:
+            p = np.minimum(1.0, 2 * np.minimum(at_least, at_most) / drawn)
+            floor = 2.0 / drawn
+        else:
+            p = np.minimum(1.0, 2 * (np.minimum(at_least, at_most) + 1) / (drawn + 1))
+            floor = 2.0 / (drawn + 1)
+        squares = (sums**2).sum(axis=0)
+        for j, (i, _) in enumerate(members):
+            value, method = float(p[j]), "exact" if exact else "monte-carlo"
+            if not exact and min(at_least[j], at_most[j]) == 0 and squares[j] > 0:
+                bound = 2 * math.exp(-observed[j] ** 2 / (2 * squares[j]))
+                if bound < value:
+                    value, method = bound, "hoeffding bound"
+            results[i] = {"p_value": value, "resamples": drawn, "p_resolution": floor,
+                          "p_method": method}
+    return results
 
 
 def _finite_or_text(value: float) -> float | str:
@@ -62,11 +225,12 @@ def holm(comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     if not comparisons:
         return comparisons
-    adjusted = stats.adjust_pvalues([c["p_value"] for c in comparisons], "holm")
+    raw = [1.0 if c["p_value"] is None else c["p_value"] for c in comparisons]
+    adjusted = stats.adjust_pvalues(raw, "holm")
     for comparison, p in zip(comparisons, adjusted, strict=True):
         significant = p < ALPHA
         sign = {"higher": 1.0, "lower": -1.0}.get(comparison["direction"], 0.0)
-        comparison.update(p_holm=p, significant=significant,
+        comparison.update(p_holm=p, significant=significant, holm_family=len(comparisons),
                           better=significant and sign * comparison["delta"] > 0,
                           worse=significant and sign * comparison["delta"] < 0)
     return comparisons
@@ -79,21 +243,16 @@ def system_comparisons(records: Iterable[ItemRecord], systems: Sequence[str]
     by_case: dict[tuple[str, str, str], dict[str, ItemRecord]] = defaultdict(dict)
     for record in records:
         by_case[(record.kind, record.file, record.case_id)][record.system or ""] = record
-    out: list[dict[str, Any]] = []
+    family: list[Pairs] = []
     for first, second in combinations(systems, 2):
         for kind, metrics in metric_names(records).items():
             for metric in metrics:
-                pairs = []
+                pairs = Pairs(f"{first}_vs_{second}", kind, metric)
                 for (case_kind, _, _), members in sorted(by_case.items()):
-                    if case_kind != kind or first not in members or second not in members:
-                        continue
-                    a = scored_value(members[first], metric)
-                    b = scored_value(members[second], metric)
-                    if a is not None and b is not None:
-                        pairs.append((a, b))
-                if pairs:
-                    out.append(compare_pairs(f"{first}_vs_{second}", kind, metric, pairs))
-    return holm(out)
+                    if case_kind == kind and first in members and second in members:
+                        pairs.add(members[first], members[second])
+                family.append(pairs)
+    return evaluate(family)
 
 
 def _index(records: Iterable[ItemRecord]) -> dict[tuple[str, ...], ItemRecord]:
@@ -119,20 +278,19 @@ def baseline_comparisons(records: Iterable[ItemRecord], baseline: Iterable[ItemR
     """
     current, previous = _index(records), _index(baseline)
     shared = sorted(set(current) & set(previous))
-    grouped: dict[tuple[str, str, str], list[tuple[float, float]]] = defaultdict(list)
+    grouped: dict[tuple[str, str, str], Pairs] = {}
     for key in shared:
         a, b = current[key], previous[key]
         for metric in sorted(set(a.metrics) & set(b.metrics)):
-            x, y = scored_value(a, metric), scored_value(b, metric)
-            if x is not None and y is not None:
-                grouped[(a.kind, a.system or "", metric)].append((x, y))
-    out = []
-    for (kind, system, metric), pairs in sorted(grouped.items()):
-        name = f"{system}_vs_baseline" if system else "current_vs_baseline"
-        out.append(compare_pairs(name, kind, metric, pairs, system or None))
+            group = (a.kind, a.system or "", metric)
+            if group not in grouped:
+                name = f"{a.system}_vs_baseline" if a.system else "current_vs_baseline"
+                grouped[group] = Pairs(name, a.kind, metric, a.system or None)
+            grouped[group].add(a, b)
+    family = [grouped[g] for g in sorted(grouped)]
     counts = {"paired": len(shared), "only_current": len(set(current) - set(previous)),
               "only_baseline": len(set(previous) - set(current))}
-    return holm(out), counts
+    return evaluate(family), counts
 
 
 def nest(comparisons: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -143,13 +301,73 @@ def nest(comparisons: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str,
     return nested
 
 
-def power_section(records: Iterable[ItemRecord]) -> dict[str, dict[str, Any]]:
-    """Power of a paired test at d = 0.2, 0.3, 0.5 for each kind's number of cases."""
+# ---------------------------------------------------------------- power
+
+
+def mcnemar_power(n: int, effect_size: float, discordance: float, alpha: float) -> float:
+    """Power of the exact two-sided McNemar test with n pairs at level ``alpha``.
+
+    Differences are -1, 0 or 1; ``discordance`` is the share of pairs that differ and the
+    effect size is Cohen's d of the differences, so the mean difference is
+    d·sqrt(ψ / (1 + d²)) (at most ψ).
+    """
+    import numpy as np
+    from scipy import stats as sps
+
+    if n < 1 or discordance <= 0:
+        return 0.0
+    delta = min(discordance, abs(effect_size) * math.sqrt(discordance / (1 + effect_size**2)))
+    share_a = (discordance + delta) / (2 * discordance)  # P(A only | discordant)
+    power = 0.0
+    for k in range(1, n + 1):
+        j = np.arange(k + 1)
+        p_values = np.minimum(1.0, 2 * sps.binom.cdf(np.minimum(j, k - j), k, 0.5))
+        rejected = sps.binom.pmf(j, k, share_a)[p_values <= alpha].sum()
+        power += float(sps.binom.pmf(k, n, discordance)) * float(rejected)
+    return min(1.0, power)
+
+
+def power_section(records: Iterable[ItemRecord], comparisons: Sequence[dict[str, Any]] = ()
+                  ) -> dict[str, dict[str, Any]]:
+    """Power at d = 0.2, 0.3, 0.5 of the tests the comparisons used, at Holm's alpha / m.
+
+    Per kind: ``n`` is the fewest pairs (clusters, when clustered) any comparison of the
+    kind scored, ``alpha`` is alpha / m, the level Holm holds the smallest p-value of the
+    family of m comparisons to, ``by_test`` the power of each test used: the randomization
+    test through its large-sample twin, the paired t-test; McNemar exactly, at the share
+    of discordant pairs the kind's comparisons showed. Without comparisons: the power of a
+    paired t-test at alpha = 0.05 for each kind's number of cases (for planning).
+    """
     from pytest_ragbench import stats
 
-    cases: dict[str, set[tuple[str, str]]] = defaultdict(set)
-    for record in records:
-        if record.metrics:
-            cases[record.kind].add((record.file, record.case_id))
-    return {kind: {"n": len(cases[kind]), **stats.power_table(len(cases[kind]))}
-            for kind in sorted(cases)}
+    if not comparisons:
+        cases: dict[str, set[tuple[str, str]]] = defaultdict(set)
+        for record in records:
+            if record.metrics:
+                cases[record.kind].add((record.file, record.case_id))
+        return {kind: {"n": len(cases[kind]), "alpha": ALPHA, "family": None,
+                       "test": "paired t (planning)", **stats.power_table(len(cases[kind]))}
+                for kind in sorted(cases)}
+    grouped: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for c in comparisons:
+        grouped[c["kind"]][c["test"]].append(c)
+    section: dict[str, dict[str, Any]] = {}
+    for kind in sorted(grouped):
+        by_test: dict[str, dict[str, Any]] = {}
+        for test, members in sorted(grouped[kind].items()):
+            family = max(int(c.get("holm_family") or 1) for c in members)
+            alpha = ALPHA / family
+            n = min(int(c.get("n_clusters") or c["n"]) for c in members)
+            row: dict[str, Any] = {"n": n, "alpha": alpha, "family": family}
+            if test == "mcnemar":
+                discordance = sum(c.get("discordant", 0) for c in members) \
+                    / sum(c["n"] for c in members)
+                row["discordance"] = discordance
+                row.update({f"d={d}": mcnemar_power(n, d, discordance, alpha)
+                            for d in stats.EFFECT_SIZES})
+            else:
+                row.update(stats.power_table(n, alpha=alpha))
+            by_test[test] = row
+        main = "randomization" if "randomization" in by_test else next(iter(by_test))
+        section[kind] = {**by_test[main], "test": main, "by_test": by_test}
+    return section

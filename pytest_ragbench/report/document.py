@@ -49,7 +49,8 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
                          "run_id": baseline.run.get("id"), "time": baseline.run.get("time"),
                          **counts}
     beir_runs = beir.collect(records)
-    verdicts = [gates.check(g, c, stats[c], settings.gate) for g, c in checks]
+    verdicts = [gates.check(g, c, stats[c], settings.gate, settings.gate_min_n)
+                for g, c in checks]
     failures = [gates.gate_line(v) for v in verdicts if v["passed"] is False]
     if settings.fail_on == "regression" and baseline is not None:
         failures += [gates.regression_line(c, baseline.label) for c in found_regressions]
@@ -62,7 +63,7 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
         "metrics": aggregate.metrics_section(stats, systems),
         "breakdowns": aggregate.breakdowns_section(stats, systems),
         "comparisons": compare.nest(comparisons),
-        "power_analysis": compare.power_section(records),
+        "power_analysis": compare.power_section(records, comparisons),
         "usage": aggregate.usage_section(records, systems),
         "timing": aggregate.timing_section(records),
         "ragcsv": aggregate.ragcsv_section(records, systems),

@@ -6,6 +6,11 @@
   bound on the pessimistic side (the lower bound; the upper one for timings, where less
   is better). With ``ci-lower`` every metric's item threshold is also checked that way.
   With several systems a gate applies to each system (``[system=name]`` picks one).
+  The bound checked is the cell's gate bound (``ci_gate_low``/``ci_gate_high``, see
+  :mod:`pytest_ragbench.intervals`): exact for 0/1 metrics, so a metric whose true mean
+  sits at the bound passes at most 2.5% of sessions. With fewer scored items than
+  ``ragbench_gate_min_n`` a gate is "not checked: n too small", which fails the session
+  under ``ci-lower``; a gate over a metric with most of its items unscored says so.
 - ``--ragbench-fail-on regression``: a metric significantly worse than the baseline
   (Holm-corrected) fails the session; timings are reported but never fail.
 """
@@ -76,15 +81,32 @@ def gate_cells(gate: Gate, systems: Sequence[str]) -> list[Cell]:
     return [Cell(gate.kind, gate.metric, None, where)]
 
 
-def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str) -> dict[str, Any]:
-    """The verdict of one gate on one cell; ``passed`` is None when nothing was scored."""
+def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str, min_n: int = 5
+          ) -> dict[str, Any]:
+    """The verdict of one gate on one cell.
+
+    ``passed`` is None when nothing was scored, or when fewer than ``min_n`` items were
+    and the gate is on the mean; on the CI bound too few items fail (``passed`` False):
+    "n too small" is no evidence that the bound is met.
+    """
     lower_better = direction(gate.metric) == "lower"
+    n = int(entry.get("n") or 0)
+    unscored = int(entry.get("n_unscored") or 0)
+    method = None
     if mode == "ci-lower":
-        value = entry.get("ci_high" if lower_better else "ci_low")
+        side = "high" if lower_better else "low"
+        value = entry.get(f"ci_gate_{side}", entry.get(f"ci_{side}"))
+        method = entry.get("ci_gate_method", entry.get("ci_method"))
     else:
         value = entry.get("mean")
+    status = "checked"
     passed = None
-    if value is not None:
+    if n == 0:
+        status, value = "no scored values", None
+    elif n < min_n or (mode == "ci-lower" and value is None):  # no interval below n = 2
+        status, value = "n too small", None
+        passed = False if mode == "ci-lower" else None
+    elif value is not None:
         passed = value <= gate.bound if lower_better else value >= gate.bound
     shown = gate.name
     if cell.system and "system" not in dict(gate.where):
@@ -92,12 +114,22 @@ def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str) -> dict[str,
     return {"gate": shown, "source": gate.source, "kind": gate.kind, "metric": gate.metric,
             "where": dict(gate.where), "system": cell.system, "bound": gate.bound,
             "mode": mode, "direction": "lower" if lower_better else "higher",
-            "value": value, "mean": entry.get("mean"), "ci_low": entry.get("ci_low"),
-            "ci_high": entry.get("ci_high"), "n": entry.get("n", 0), "passed": passed}
+            "value": value, "method": method, "mean": entry.get("mean"),
+            "ci_low": entry.get("ci_low"), "ci_high": entry.get("ci_high"),
+            "ci_method": entry.get("ci_method"), "n": n, "n_unscored": unscored,
+            "min_n": min_n, "status": status, "passed": passed}
 
 
 def _num(value: Any) -> str:
     return "-" if value is None else f"{value:.4g}"
+
+
+def _unscored_note(result: dict[str, Any]) -> str:
+    """``; 12 of 20 items unscored`` when more than half of the items went unscored."""
+    n, unscored = result.get("n", 0), result.get("n_unscored", 0)
+    if unscored * 2 > n + unscored:
+        return f"; {unscored} of {n + unscored} items unscored"
+    return ""
 
 
 def gate_line(result: dict[str, Any]) -> str:
@@ -105,17 +137,27 @@ def gate_line(result: dict[str, Any]) -> str:
     op = "<=" if result["direction"] == "lower" else ">="
     label = "threshold" if result["source"] == "threshold" else "gate"
     head = f"{label} {result['gate']} {op} {result['bound']:g}"
+    status = result.get("status", "checked" if result["passed"] is not None else "")
+    if status == "n too small":
+        return (f"{head}: not checked: n too small ({result['n']} scored, "
+                f"ragbench_gate_min_n = {result['min_n']}{_unscored_note(result)})")
     if result["passed"] is None:
-        return f"{head}: not checked, no scored values"
-    interval = (f"mean {_num(result['mean'])}, 95% CI [{_num(result['ci_low'])}, "
-                f"{_num(result['ci_high'])}], n={result['n']}")
+        return f"{head}: not checked, no scored values{_unscored_note(result)}"
+    if result["ci_low"] is None:
+        shown = "no CI"
+    else:
+        shown = f"95% CI [{_num(result['ci_low'])}, {_num(result['ci_high'])}]"
+        if result.get("ci_method"):
+            shown += f" {result['ci_method']}"
+    interval = f"mean {_num(result['mean'])}, {shown}, n={result['n']}"
     if result["mode"] == "ci-lower":
         side = "upper" if result["direction"] == "lower" else "lower"
-        checked = f"95% CI {side} bound {_num(result['value'])}; "
+        how = f" ({result['method']})" if result.get("method") else ""
+        checked = f"95% CI {side} bound {_num(result['value'])}{how}; "
     else:
         checked = ""
     verdict = "passed" if result["passed"] else "MISSED"
-    return f"{head}: {verdict} ({checked}{interval})"
+    return f"{head}: {verdict} ({checked}{interval}{_unscored_note(result)})"
 
 
 def regressions(comparisons: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -126,10 +168,11 @@ def regressions(comparisons: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 def regression_line(c: dict[str, Any], baseline: str) -> str:
     """One line naming a metric that is significantly worse than the baseline."""
     where = f" [system={c['system']}]" if c.get("system") else ""
-    from pytest_ragbench.report.terminal import effect, signed
+    from pytest_ragbench.report.terminal import effect, p_text, signed
 
+    ci = "no CI" if c["ci_low"] is None else \
+        f"95% CI [{signed(c['ci_low'])}, {signed(c['ci_high'])}]"
     return (f"regression {c['kind']}.{c['metric']}{where}: worse than baseline {baseline}: "
-            f"delta {signed(c['delta'])} (95% CI [{signed(c['ci_low'])}, "
-            f"{signed(c['ci_high'])}]), {_num(c['mean_b'])} -> {_num(c['mean_a'])}, "
-            f"p={c['p_holm']:.3g} (Holm, {c['test']}), d={effect(c['effect_size'])}, "
+            f"delta {signed(c['delta'])} ({ci}), {_num(c['mean_b'])} -> {_num(c['mean_a'])}, "
+            f"p={p_text(c, 'p_holm')} (Holm, {c['test']}), d={effect(c['effect_size'])}, "
             f"n={c['n']} pairs")

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_ragbench.intervals import BCA_MIN
 from pytest_ragbench.report.aggregate import COUNTED, N_RESAMPLES
 
 
@@ -64,17 +65,46 @@ def _threshold(entry: dict[str, Any]) -> str:
     return ("<=" if entry["direction"] == "lower" else ">=") + f"{entry['threshold']:g}"
 
 
+# How each cell's interval was made, as the tables name it (pytest_ragbench.intervals).
+CI_METHODS = {"wilson": "Wilson", "clopper-pearson": "Clopper-Pearson", "bca": "BCa",
+              "percentile": "percentile", "t": "t"}
+CI_TAGS = {"wilson": "W", "clopper-pearson": "CP", "bca": "B", "percentile": "P", "t": "t"}
+
+
+def ci_method(entry: dict[str, Any]) -> str:
+    """The cell's CI method (``n too small`` without one; ``*`` marks the Bernoulli worst case)."""
+    method = entry.get("ci_method")
+    if not method:
+        return "n too small" if entry.get("n") else "-"
+    shown = CI_METHODS.get(method, method)
+    if entry.get("ci_note") and entry.get("ci_note", "").startswith("no spread"):
+        shown += "*"
+    if entry.get("n_clusters"):
+        shown += f", {entry['n_clusters']} clusters"
+    return shown
+
+
+def pass_rate(entry: dict[str, Any]) -> str:
+    """The pass rate with its Wilson 95% CI, in percent."""
+    if entry.get("pass_rate") is None:
+        return "-"
+    low, high = entry.get("pass_rate_ci_low"), entry.get("pass_rate_ci_high")
+    if low is None or high is None:
+        return percent(entry["pass_rate"])
+    return f"{percent(entry['pass_rate'])} [{100 * low:.1f}, {100 * high:.1f}]"
+
+
 def stat_cells(entry: dict[str, Any]) -> list[str]:
     return [str(entry["n"]), str(entry["n_unscored"]), num(entry["mean"]),
-            interval(entry["ci_low"], entry["ci_high"]), num(entry["std"]),
-            _threshold(entry), percent(entry["pass_rate"])]
+            interval(entry["ci_low"], entry["ci_high"]), ci_method(entry), num(entry["std"]),
+            _threshold(entry), pass_rate(entry)]
 
 
 def metrics_rows(document: dict[str, Any]) -> list[list[str]]:
     """The metrics table: per kind (and system) and metric."""
     several = len(document["systems"]) > 1
     rows = [["kind", *(["system"] if several else []), "metric", "n", "unscored", "mean",
-             "95% CI", "std", "threshold", "pass rate"]]
+             "95% CI", "CI method", "std", "threshold", "pass rate [95% CI]"]]
     for kind, by_metric in document["metrics"].items():
         for metric, entry in by_metric.items():
             cells = entry.get("systems", {}) if several else {"": entry}
@@ -102,8 +132,10 @@ def metrics_lines(document: dict[str, Any]) -> list[str]:
     if not document["metrics"]:
         return []
     notes = unscored_notes(document)
-    title = (f"metrics: mean, 95% CI (bootstrap BCa, {N_RESAMPLES} resamples, seeded), "
-             "std, item threshold and pass rate")
+    title = ("metrics: mean and 95% CI (Wilson for 0/1 metrics; t clipped to the metric's "
+             f"range below n={BCA_MIN}, BCa bootstrap with {N_RESAMPLES} seeded resamples "
+             "from there; none below n=2; * no spread: the Bernoulli worst case), std, "
+             "item threshold, pass rate [Wilson 95% CI]")
     return [title, *table(metrics_rows(document)),
             *(["unscored metrics:", *(f"  {n}" for n in notes)] if notes else [])]
 
@@ -131,14 +163,23 @@ def breakdown_tables(document: dict[str, Any]) -> list[tuple[str, list[list[str]
                                  str(max(c.get("n", 0) for c in cells)),
                                  *(_mean_ci(c) for c in cells)])
             if len(rows) > 1:
-                tables.append((f"{kind} by {name} (mean [95% CI])", rows))
+                tables.append((f"{kind} by {name} (mean [95% CI] method: {BREAKDOWN_KEY})",
+                               rows))
     return tables
+
+
+BREAKDOWN_KEY = "W Wilson, t, B BCa, * no spread; n<2: none"
 
 
 def _mean_ci(cell: dict[str, Any]) -> str:
     if not cell.get("n"):
         return "-"
-    return f"{num(cell['mean'])} {interval(cell['ci_low'], cell['ci_high'])}"
+    if cell.get("ci_low") is None:
+        return f"{num(cell['mean'])} [n too small]"
+    tag = CI_TAGS.get(cell.get("ci_method") or "", "")
+    if (cell.get("ci_note") or "").startswith("no spread"):
+        tag += "*"
+    return f"{num(cell['mean'])} {interval(cell['ci_low'], cell['ci_high'])} {tag}".rstrip()
 
 
 def breakdown_lines(document: dict[str, Any]) -> list[str]:
@@ -232,16 +273,36 @@ def baseline_line(document: dict[str, Any]) -> str | None:
             f"{baseline['only_current']} new, {baseline['only_baseline']} missing")
 
 
+def p_text(c: dict[str, Any], key: str = "p_value") -> str:
+    """A p-value; ``<x`` when it is a bound (below the resampling's resolution), never 0."""
+    value = c.get(key)
+    if value is None:
+        return "undefined"
+    floor = c.get("p_resolution")
+    bounded = c.get("p_method") == "hoeffding bound" or (
+        c.get("p_method") == "monte-carlo" and floor is not None and c["p_value"] <= floor)
+    if bounded and value < 1:
+        return f"<{max(value, 1e-300):.2g}"
+    return f"{value:.3g}"
+
+
+def _diff_ci(c: dict[str, Any]) -> str:
+    if c.get("ci_low") is None:
+        return "n too small"
+    tag = CI_TAGS.get(c.get("ci_method") or "", "")
+    return f"[{signed(c['ci_low'])}, {signed(c['ci_high'])}] {tag}".rstrip()
+
+
 def comparison_rows(document: dict[str, Any]) -> list[list[str]]:
     """Paired comparisons: delta, its CI, p, Holm-adjusted p, effect size, verdict."""
-    rows = [["comparison", "kind", "metric", "test", "n", "delta", "95% CI", "p", "p Holm",
-             "d", "verdict"]]
+    rows = [["comparison", "kind", "metric", "test", "n", "delta", "95% CI (unadjusted)", "p",
+             "p Holm", "d", "verdict"]]
     for name, kinds in document["comparisons"].items():
         for kind, metrics in kinds.items():
             for metric, c in metrics.items():
-                rows.append([name, kind, metric, c["test"], str(c["n"]), signed(c["delta"]),
-                             f"[{signed(c['ci_low'])}, {signed(c['ci_high'])}]",
-                             f"{c['p_value']:.3g}", f"{c['p_holm']:.3g}",
+                n = str(c["n"]) + (f" ({c['n_clusters']} cl.)" if c.get("n_clusters") else "")
+                rows.append([name, kind, metric, c["test"], n, signed(c["delta"]),
+                             _diff_ci(c), p_text(c), p_text(c, "p_holm"),
                              effect(c["effect_size"]), verdict(c)])
     return rows
 
@@ -252,13 +313,20 @@ def verdict(c: dict[str, Any]) -> str:
 
 
 def power_rows(document: dict[str, Any]) -> list[list[str]]:
-    """Power of a paired test at the seed's effect sizes for each kind's n."""
+    """Power of the tests used, at the Holm alpha used, on the fewest pairs scored."""
     power = document["power_analysis"]
     if not power:
         return []
     effects = [k for k in next(iter(power.values())) if k.startswith("d=")]
-    rows = [["power (paired t, alpha 0.05)", "n", *effects]]
-    rows += [[kind, str(p["n"]), *(percent(p[e]) for e in effects)] for kind, p in power.items()]
+    rows = [["power (test used, Holm alpha / m)", "test", "n (fewest pairs)", "alpha",
+             *effects]]
+    for kind, p in power.items():
+        for test, row in (p.get("by_test") or {p.get("test", "paired t"): p}).items():
+            shown = test if test != "randomization" else "randomization (as paired t)"
+            if test == "mcnemar" and "discordance" in row:
+                shown += f" ({100 * row['discordance']:.0f}% discordant)"
+            rows.append([kind, shown, str(row["n"]), f"{row.get('alpha', 0.05):.2g}",
+                         *(percent(row[e]) for e in effects)])
     return rows
 
 
@@ -268,7 +336,11 @@ def comparison_lines(document: dict[str, Any]) -> list[str]:
     lines = [line] if line else []
     rows = comparison_rows(document)
     if len(rows) > 1:
-        lines += ["paired comparisons (A - B; Holm-corrected, alpha 0.05):", *table(rows)]
+        families = sorted({c.get("holm_family") or 0 for kinds in document["comparisons"].values()
+                           for metrics in kinds.values() for c in metrics.values()})
+        family = "/".join(str(f) for f in families)
+        lines += [f"paired comparisons (A - B; p Holm-corrected over {family} comparisons, "
+                  "alpha 0.05; CIs 95% each, unadjusted):", *table(rows)]
         power = power_rows(document)
         if power:
             lines += ["", *table(power)]

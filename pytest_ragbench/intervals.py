@@ -1,0 +1,335 @@
+"""The 95% interval of a report cell, chosen from its data, and the bound its gate checks.
+
+The interval (``low``, ``high``, ``method``):
+
+- fewer than 2 values (or clusters): none, ``"n too small"``;
+- 0/1 values: Wilson's score interval of a proportion (the bootstrap covers a Bernoulli
+  mean at p = 0.1 and n = 10 only 65% of the time; Wilson 93%);
+- a bounded metric whose values do not vary (with clusters: whose clusters' means do
+  not): the Wilson interval of its mean rescaled to [0, 1], as if it were a proportion
+  of as many trials as there are clusters. A Bernoulli variable is the most spread-out one with
+  that mean, so this is the honest worst case; only a metric without a known range keeps a
+  point (no spread seen, none to assume);
+- other values: Student's t, clipped to the metric's range, below :data:`BCA_MIN`
+  clusters, and the BCa bootstrap from there (``benchmarks/bench_intervals.py`` shows why
+  30: below it BCa covers clearly less than t, 0.91 against 0.94 at n = 10; from it the two
+  cover within about 0.01 of each other, and BCa, which corrects for skewness, misses less
+  often on the skewed side a gate looks at).
+
+The gate bounds (``gate_low``, ``gate_high``): one-sided 97.5% bounds for
+``--ragbench-gate ci-lower``, which must pass at most 2.5% of the sessions whose true
+mean sits exactly at the bound:
+
+- 0/1 values: Clopper-Pearson, the exact binomial bound (Wilson's lower bound passes
+  up to 17% of such sessions, at p = 0.04 and n = 5);
+- other values of a bounded metric: the more pessimistic of the interval's bound and the
+  Korn-Graubard bound (Clopper-Pearson on the rescaled mean at the effective sample size
+  p(1-p)/Var(mean), degrees of freedom adjusted), which widens towards the middle of
+  the range the way skewed scores piled up near a bound need;
+- otherwise the interval's own bound.
+
+Clusters: values that share a cluster key (the cases of one conversation or source; the
+systems' answers to one case in the pooled cell) are not independent. The t interval uses
+the cluster-robust variance of the mean with G - 1 degrees of freedom, the bootstrap
+resamples whole clusters, and Wilson uses the effective sample size p(1-p)/Var(mean),
+at most n (the number of clusters when p is 0 or 1: the worst case, clusters that agree
+within). Pure statistics: no pytest, numpy and scipy imported inside functions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from pytest_ragbench import stats
+
+if TYPE_CHECKING:
+    import numpy as np
+
+CONFIDENCE = 0.95
+BCA_MIN = 30
+"""Clusters (items, when every item is its own) from which the BCa bootstrap is used."""
+
+N_TOO_SMALL = "n too small"
+NO_SPREAD = "no spread: Wilson interval of the rescaled mean (Bernoulli worst case)"
+NO_RANGE = "no spread and no known range: a point"
+
+
+@dataclass(frozen=True)
+class CellData:
+    """The values of a cell, their cluster keys (None: each value its own) and range."""
+
+    values: Sequence[float]
+    clusters: Sequence[Hashable | None] | None = None
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class CellInterval:
+    """A cell's interval, the bounds its gate checks, and how they were made."""
+
+    low: float | None = None
+    high: float | None = None
+    method: str | None = None
+    gate_low: float | None = None
+    gate_high: float | None = None
+    gate_method: str | None = None
+    note: str | None = None
+    n_clusters: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """A cell prepared for the interval: cluster sums and sizes, mean, its variance."""
+
+    values: np.ndarray
+    sums: np.ndarray
+    sizes: np.ndarray
+    clustered: bool
+    mean: float
+    variance: float  # of the mean: cluster-robust, s^2 / n without clusters
+    low: float | None
+    high: float | None
+
+    @property
+    def groups(self) -> int:
+        return int(self.sums.size)
+
+    @property
+    def binary(self) -> bool:
+        in_unit = (self.low in (None, 0.0)) and (self.high in (None, 1.0))
+        return in_unit and bool(((self.values == 0.0) | (self.values == 1.0)).all())
+
+    @property
+    def spread(self) -> bool:
+        """Whether the mean has a standard error beyond float noise.
+
+        Without clusters: whether the values vary. With clusters: whether the clusters'
+        means do (values that vary only within clusters leave nothing to estimate from).
+        """
+        return math.sqrt(self.variance) > 1e-12 * max(1.0, abs(self.mean))
+
+    @property
+    def bounded(self) -> bool:
+        return self.low is not None and self.high is not None and self.high > self.low
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def prepare(cell: CellData) -> _Cell:
+    """Group a cell's values by cluster and compute the mean and its variance."""
+    import numpy as np
+
+    values = stats._array(cell.values, "cell values")
+    if values.size == 0:
+        raise ValueError("a cell needs at least one value")
+    keys = cell.clusters
+    if keys is not None and len(keys) != values.size:
+        raise ValueError(f"{len(keys)} cluster keys for {values.size} values")
+    index: dict[Hashable, int] = {}
+    labels = np.empty(values.size, dtype=np.int64)
+    for i in range(values.size):
+        key = keys[i] if keys is not None else None
+        labels[i] = index.setdefault(("item", i) if key is None else ("key", key), len(index))
+    groups = len(index)
+    sums = np.bincount(labels, weights=values, minlength=groups)
+    sizes = np.bincount(labels, minlength=groups).astype(np.float64)
+    mean = float(values.mean())
+    if groups > 1:
+        residual = sums - mean * sizes
+        variance = groups / (groups - 1) * float((residual**2).sum()) / values.size**2
+    else:
+        variance = 0.0
+    return _Cell(values, sums, sizes, groups < values.size, mean, variance,
+                 _finite(cell.low), _finite(cell.high))
+
+
+# ---------------------------------------------------------------- closed forms
+
+
+def _z(confidence: float) -> float:
+    from scipy.special import ndtri
+
+    return float(ndtri((1 + confidence) / 2))
+
+
+def wilson(p: float, n: float, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Wilson's score interval of a proportion ``p`` seen in ``n`` (maybe effective) trials."""
+    z = _z(confidence)
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / denominator
+    low = 0.0 if p <= 0 else max(0.0, centre - half)
+    high = 1.0 if p >= 1 else min(1.0, centre + half)
+    return low, high
+
+
+def clopper_pearson(p: float, n: float, confidence: float = CONFIDENCE
+                    ) -> tuple[float, float]:
+    """Clopper-Pearson's exact interval of ``p`` observed in ``n`` trials (n may be effective)."""
+    from scipy.special import betaincinv
+
+    alpha = (1 - confidence) / 2
+    x = p * n
+    low = 0.0 if x <= 0 else float(betaincinv(x, n - x + 1, alpha))
+    high = 1.0 if x >= n else float(betaincinv(x + 1, n - x, 1 - alpha))
+    return low, high
+
+
+def _df_factor(groups: int, confidence: float) -> float:
+    """Korn-Graubard's (z / t_{G-1})^2: the effective n shrinks with few clusters."""
+    from scipy import stats as sps
+
+    if groups < 2:
+        return 1.0
+    return (_z(confidence) / float(sps.t.ppf((1 + confidence) / 2, groups - 1))) ** 2
+
+
+def _rescale(cell: _Cell, bounds: tuple[float, float]) -> tuple[float, float]:
+    assert cell.low is not None and cell.high is not None
+    width = cell.high - cell.low
+    return cell.low + bounds[0] * width, cell.low + bounds[1] * width
+
+
+def _clip(cell: _Cell, low: float, high: float) -> tuple[float, float]:
+    if cell.low is not None:
+        low, high = max(low, cell.low), max(high, cell.low)
+    if cell.high is not None:
+        low, high = min(low, cell.high), min(high, cell.high)
+    return low, high
+
+
+def _proportion(cell: _Cell, confidence: float) -> CellInterval:
+    """0/1 values: Wilson, and Clopper-Pearson for the gate (effective n with clusters)."""
+    p = cell.mean
+    n = float(cell.values.size)
+    gate_n = n
+    if cell.clustered:
+        if 0.0 < p < 1.0:
+            effective = p * (1 - p) / cell.variance if cell.variance > 0 else n
+        else:  # every cluster all 0 or all 1: as many independent values as clusters
+            effective = float(cell.groups)
+        n = min(n, max(1.0, effective))
+        gate_n = n * _df_factor(cell.groups, confidence)
+    low, high = wilson(p, n, confidence)
+    gate_low, gate_high = clopper_pearson(p, gate_n, confidence)
+    return CellInterval(low, high, "wilson", gate_low, gate_high, "clopper-pearson",
+                        n_clusters=cell.groups if cell.clustered else None)
+
+
+def _constant(cell: _Cell, confidence: float) -> CellInterval:
+    """Values without spread: the Bernoulli worst case when the range is known."""
+    clusters = cell.groups if cell.clustered else None
+    if not cell.bounded:
+        return CellInterval(cell.mean, cell.mean, "t", cell.mean, cell.mean, "t",
+                            NO_RANGE, clusters)
+    assert cell.low is not None and cell.high is not None
+    p = min(1.0, max(0.0, (cell.mean - cell.low) / (cell.high - cell.low)))
+    low, high = _rescale(cell, wilson(p, cell.groups, confidence))
+    gate_low, gate_high = _rescale(cell, clopper_pearson(p, cell.groups, confidence))
+    return CellInterval(low, high, "wilson", gate_low, gate_high, "clopper-pearson",
+                        NO_SPREAD, clusters)
+
+
+def korn_graubard(cell: _Cell, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """Clopper-Pearson on the rescaled mean at the effective n (None without a range)."""
+    if not cell.bounded or cell.variance <= 0:
+        return None
+    assert cell.low is not None and cell.high is not None
+    width = cell.high - cell.low
+    p = (cell.mean - cell.low) / width
+    if not 0.0 < p < 1.0:
+        return None
+    effective = p * (1 - p) / (cell.variance / width**2)
+    effective *= _df_factor(cell.groups, confidence)
+    return _rescale(cell, clopper_pearson(p, max(1.0, effective), confidence))
+
+
+def _with_gate(cell: _Cell, low: float, high: float, method: str, confidence: float
+               ) -> CellInterval:
+    """The interval, and the gate's bounds: the more pessimistic of it and Korn-Graubard."""
+    low, high = _clip(cell, low, high)
+    gate_low, gate_high, gate_method = low, high, method
+    bound = korn_graubard(cell, confidence)
+    if bound is not None:
+        gate_low, gate_high = min(low, bound[0]), max(high, bound[1])
+        gate_method = f"{method}+korn-graubard"
+    return CellInterval(low, high, method, gate_low, gate_high, gate_method,
+                        n_clusters=cell.groups if cell.clustered else None)
+
+
+def _t(cell: _Cell, confidence: float) -> CellInterval:
+    """Student's t with G - 1 degrees of freedom on the (cluster-robust) standard error."""
+    from scipy import stats as sps
+
+    margin = float(sps.t.ppf((1 + confidence) / 2, cell.groups - 1)) * math.sqrt(cell.variance)
+    return _with_gate(cell, cell.mean - margin, cell.mean + margin, "t", confidence)
+
+
+# ---------------------------------------------------------------- all cells at once
+
+
+def cell_intervals(cells: Sequence[CellData], confidence: float = CONFIDENCE,
+                   n_resamples: int = 10_000, seed: int = 0) -> list[CellInterval]:
+    """The interval of every cell; the bootstrapped ones share resamples by cluster count.
+
+    As :func:`pytest_ragbench.stats.batch_bootstrap_ci`: cells with the same number of
+    clusters (and both plain or both clustered) are resampled together, one counts
+    matrix per block, so hundreds of cells cost a few matrix products.
+    """
+    import numpy as np
+
+    stats._check_confidence(confidence)
+    prepared = [prepare(c) for c in cells]
+    results: list[CellInterval | None] = []
+    blocks: dict[tuple[int, bool], list[int]] = {}
+    for i, cell in enumerate(prepared):
+        result: CellInterval | None
+        if cell.groups < 2:
+            result = CellInterval(note=N_TOO_SMALL,
+                                  n_clusters=cell.groups if cell.clustered else None)
+        elif cell.binary:
+            result = _proportion(cell, confidence)
+        elif not cell.spread:
+            result = _constant(cell, confidence)
+        elif cell.groups < BCA_MIN:
+            result = _t(cell, confidence)
+        else:
+            result = None
+            blocks.setdefault((cell.groups, cell.clustered), []).append(i)
+        results.append(result)
+    rng = np.random.default_rng(seed)
+    with stats._single_threaded_blas():
+        for (_groups, clustered), members in sorted(blocks.items()):
+            sums = np.column_stack([prepared[i].sums for i in members])
+            sizes = np.column_stack([prepared[i].sizes for i in members]) if clustered else None
+            means = stats._resampled_means(sums, n_resamples, rng, sizes)
+            theta = influence = None
+            if clustered:
+                assert sizes is not None
+                theta = sums.sum(axis=0) / sizes.sum(axis=0)
+                left_out = (sums.sum(axis=0) - sums) / (sizes.sum(axis=0) - sizes)
+                influence = left_out.mean(axis=0) - left_out
+            found = stats._intervals(sums, means, confidence, "bca", theta, influence)
+            for i, interval in zip(members, found, strict=True):
+                results[i] = _with_gate(prepared[i], interval.low, interval.high,
+                                        interval.method, confidence)
+    return [r for r in results if r is not None]
+
+
+def cell_interval(values: Sequence[float], clusters: Sequence[Hashable | None] | None = None,
+                  low: float | None = None, high: float | None = None,
+                  confidence: float = CONFIDENCE, n_resamples: int = 10_000, seed: int = 0
+                  ) -> CellInterval:
+    """The interval of one cell (see :func:`cell_intervals`)."""
+    return cell_intervals([CellData(values, clusters, low, high)], confidence,
+                          n_resamples, seed)[0]

@@ -1,0 +1,164 @@
+"""The interval of a report cell: chosen from the data, never zero-width, calibrated (issue 15).
+
+Coverage and gate claims are shown by simulation with fixed seeds; the full tables are in
+``benchmarks/bench_intervals.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from pytest_ragbench import intervals, stats
+from pytest_ragbench.intervals import CellData, cell_interval, cell_intervals
+
+SESSIONS = 20_000
+
+
+def _bernoulli_table(n: int) -> list[intervals.CellInterval]:
+    """The report's interval for every count of successes x = 0 ... n (values in node order)."""
+    return cell_intervals([CellData([1.0] * x + [0.0] * (n - x), None, 0.0, 1.0)
+                           for x in range(n + 1)])
+
+
+@pytest.mark.parametrize("n", [10, 38])
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9, 0.97])
+def test_bernoulli_cells_cover_and_their_gate_is_calibrated(n: int, p: float) -> None:
+    """Simulated sessions of a 0/1 metric: coverage in [0.92, 0.99], gate <= 2.5% at the bound.
+
+    The gate passes when its bound (Clopper-Pearson's lower bound) reaches the true rate p,
+    so with p at the bound it should pass at most 2.5% of sessions (+ 2 simulation SE).
+    """
+    table = _bernoulli_table(n)
+    assert {c.method for c in table} == {"wilson"}
+    successes = np.random.default_rng(20240611 + n).binomial(n, p, SESSIONS)
+    low = np.array([table[x].low for x in successes])
+    high = np.array([table[x].high for x in successes])
+    gate = np.array([table[x].gate_low for x in successes])
+    coverage = float(np.mean((low <= p) & (p <= high)))
+    passed = float(np.mean(gate >= p))
+    assert 0.92 <= coverage <= 0.99, coverage
+    assert passed <= 0.025 + 2 * math.sqrt(0.025 * 0.975 / SESSIONS), passed
+
+
+def test_wilson_lower_bound_would_not_be_a_calibrated_gate() -> None:
+    """Why the gate checks Clopper-Pearson: Wilson's bound passes 17% of sessions at p = 0.036."""
+    table = _bernoulli_table(5)
+    p = table[1].low - 1e-9  # just below Wilson's lower bound for 1 success in 5
+    successes = np.random.default_rng(3).binomial(5, p, SESSIONS)
+    wilson_passes = np.mean([table[x].low >= p for x in successes])
+    gate_passes = np.mean([table[x].gate_low >= p for x in successes])
+    assert wilson_passes > 0.15
+    assert gate_passes <= 0.025 + 2 * math.sqrt(0.025 * 0.975 / SESSIONS)
+
+
+@pytest.mark.parametrize(("values", "low", "high", "method", "expected"), [
+    ([1.0] * 38, 0.0, 1.0, "wilson", (0.9082, 1.0)),  # vector.answered: 38 of 38
+    ([0.0] * 48, 0.0, 1.0, "wilson", (0.0, 0.0741)),  # sql.correct: 0 of 48
+    ([1.0] * 40, 0.0, 1.0, "wilson", (0.9124, 1.0)),  # a [0, 1] score always 1
+    ([0.4] * 5, 0.0, 1.0, "wilson", (0.1176, 0.7693)),  # no spread: Bernoulli worst case
+    ([100.0] * 26, 0.0, 100.0, "wilson", (87.1271, 100.0)),  # rescaled back to [0, 100]
+])
+def test_no_cell_without_spread_gets_a_zero_width_interval(
+        values: list[float], low: float, high: float, method: str,
+        expected: tuple[float, float]) -> None:
+    found = cell_interval(values, low=low, high=high)
+    assert found.method == method
+    assert (found.low, found.high) == (pytest.approx(expected[0], abs=1e-4),
+                                       pytest.approx(expected[1], abs=1e-4))
+    assert found.high > found.low
+    assert found.gate_low is not None and found.gate_low <= found.low + 1e-9
+
+
+def test_constant_0_1_values_are_wilson_of_the_proportion() -> None:
+    """38 of 38: Wilson's [0.908, 1], whatever the metric's declared range says."""
+    ref = sps.binomtest(38, 38).proportion_ci(method="wilson")
+    found = cell_interval([1.0] * 38)
+    assert (found.low, found.high) == (pytest.approx(ref.low), pytest.approx(ref.high))
+    assert found.gate_method == "clopper-pearson"
+    exact = sps.binomtest(38, 38).proportion_ci(method="exact")
+    assert found.gate_low == pytest.approx(exact.low)
+
+
+def test_small_and_unbounded_cells() -> None:
+    one = cell_interval([0.4], low=0.0, high=1.0)
+    assert one.low is one.high is one.method is None and one.note == "n too small"
+    unbounded = cell_interval([2.5, 2.5, 2.5])  # no spread, no known range: nothing to assume
+    assert unbounded.low == unbounded.high == 2.5 and unbounded.note == intervals.NO_RANGE
+
+
+def test_small_n_uses_t_clipped_to_the_range() -> None:
+    values = [1.0, 1.0, 0.98, 0.9, 1.0]
+    found = cell_interval(values, low=0.0, high=1.0)
+    ref = sps.t.interval(0.95, 4, loc=np.mean(values), scale=sps.sem(values))
+    assert found.method == "t"
+    assert found.low == pytest.approx(ref[0]) and found.high == 1.0 < ref[1]
+    # The gate's bound is the more pessimistic of t and Korn-Graubard.
+    assert found.gate_low <= found.low and found.gate_method == "t+korn-graubard"
+
+
+def test_from_30_values_the_bootstrap_is_the_batched_bca() -> None:
+    rng = np.random.default_rng(8)
+    cells = [rng.beta(2, 5, 30), rng.beta(5, 2, 45), rng.random(45)]
+    found = cell_intervals([CellData(c, None, 0.0, 1.0) for c in cells], seed=4)
+    reference = stats.batch_bootstrap_ci(cells, seed=4)
+    for ours, ref in zip(found, reference, strict=True):
+        assert ours.method == "bca"
+        assert (ours.low, ours.high) == (pytest.approx(ref.low), pytest.approx(ref.high))
+    assert cell_interval(cells[0][:29], low=0.0, high=1.0).method == "t"
+
+
+def test_cluster_bootstrap_covers_where_the_item_bootstrap_does_not() -> None:
+    """40 clusters of 5 strongly correlated scores: resampling items covers far too little."""
+    rng = np.random.default_rng(12)
+    sessions, groups, size = 300, 40, 5
+    keys = [g for g in range(groups) for _ in range(size)]
+    clustered, plain = [], []
+    for _ in range(sessions):
+        centre = rng.beta(2, 2, groups)  # true mean 0.5
+        values = np.clip(np.repeat(centre, size) + rng.normal(0, 0.05, groups * size), 0, 1)
+        clustered.append(CellData(values, keys, 0.0, 1.0))
+        plain.append(CellData(values, None, 0.0, 1.0))
+    with_clusters = cell_intervals(clustered, n_resamples=2000, seed=1)
+    without = cell_intervals(plain, n_resamples=2000, seed=1)
+    cover = np.mean([c.low <= 0.5 <= c.high for c in with_clusters])
+    naive = np.mean([c.low <= 0.5 <= c.high for c in without])
+    assert all(c.method == "bca" and c.n_clusters == groups for c in with_clusters)
+    assert 0.92 <= cover <= 0.98
+    assert naive < 0.75
+
+
+def test_clusters_shrink_the_effective_sample_of_a_proportion() -> None:
+    values = [1.0] * 30 + [0.0] * 10
+    keys = [i // 4 for i in range(40)]  # 10 clusters, each all 1 or all 0 but the mixed ones
+    plain, clustered = cell_interval(values), cell_interval(values, keys)
+    assert clustered.method == "wilson" and clustered.n_clusters == 10
+    assert clustered.high - clustered.low > plain.high - plain.low
+    # All ones in 10 clusters of 4: as sure as 10 independent ones, not 40.
+    ten = cell_interval([1.0] * 40, keys)
+    assert ten.low == pytest.approx(cell_interval([1.0] * 10).low)
+    small = cell_interval([0.2, 0.4, 0.3], ["a", "a", "a"])  # one cluster: n too small
+    assert small.note == "n too small" and small.n_clusters == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from([0.0, 0.5, 1.0]),
+                          st.floats(0.0, 1.0, allow_nan=False)), min_size=2, max_size=45),
+       st.integers(1, 6))
+def test_every_bounded_cell_has_a_method_and_width(values: list[float], size: int) -> None:
+    """Any [0, 1] cell: a named method, a positive width inside the range, holding the mean."""
+    keys = [i // size for i in range(len(values))] if size > 1 else None
+    found = cell_interval(values, keys, 0.0, 1.0, n_resamples=2000)
+    if keys is not None and len(set(keys)) < 2:
+        assert found.method is None and found.note == "n too small"
+        return
+    mean = math.fsum(values) / len(values)
+    assert found.method in {"wilson", "t", "bca"}
+    assert 0.0 <= found.low < found.high <= 1.0
+    assert found.low - 1e-9 <= mean <= found.high + 1e-9
+    assert found.gate_low <= found.low + 1e-12 and found.gate_high >= found.high - 1e-12

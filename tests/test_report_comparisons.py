@@ -1,0 +1,239 @@
+"""Comparisons that keep their power with many systems, end to end (issue 15).
+
+Eight scripted systems, registered through ``pytest_ragbench_systems`` in the project's
+conftest.py, answer 30 quiz cases: ``perfect`` ranks the relevant documents first and
+answers exactly, ``wrong`` never does, and ``s1`` ... ``s6`` are right on more and more
+cases. A test-only ``quiz`` kind scores each answer on ten real metrics (token F1, exact
+match, keyword overlap, and seven trec_eval measures of the ranking), so 28 pairs of
+systems make a Holm family of 280 comparisons: a randomization test that always draws
+10,000 resamples (p >= 2e-4, 280 × 2e-4 > 0.05) could never call perfect-vs-wrong
+significant.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.test_report_support import results
+
+SYSTEMS = ("perfect", "s1", "s2", "s3", "s4", "s5", "s6", "wrong")
+CASES = 30
+
+CONFTEST = '''
+import zlib
+
+import pytest_ragbench.kinds as kinds
+from pytest_ragbench.system.protocols import Answer, Context
+
+QUIZ = kinds.ItemKind("quiz", "ragas", kinds.EVALUATION, ("ragbench_config", "ragbench_system"),
+                      "quiz_runner:run", "test-only kind: an answer and a ranking")
+_SAVED = {}
+DOCS = [f"d{i:02d}" for i in range(40)]
+
+
+def pytest_configure(config):
+    _SAVED["kinds"], _SAVED["available"] = dict(kinds.ITEM_KINDS), kinds.AVAILABLE
+    kinds.ITEM_KINDS["quiz"] = QUIZ
+    kinds.AVAILABLE = frozenset({"sql_ground_truth", "hybrid_ground_truth", "quiz"})
+
+
+def pytest_unconfigure(config):
+    kinds.ITEM_KINDS.clear()
+    kinds.ITEM_KINDS.update(_SAVED["kinds"])
+    kinds.AVAILABLE = _SAVED["available"]
+
+
+class Quizzer:
+    """Right on a case when its hash falls below ``skill`` (1: always, 0: never)."""
+
+    def __init__(self, skill):
+        self.skill = skill
+
+    def answer(self, question, history=None):
+        truth, relevant = ANSWERS[question]
+        right = zlib.crc32(question.encode()) % 1000 < 1000 * self.skill
+        text = truth if right else truth.split()[0] + " zulu yankee"  # one word right
+        first = relevant if right else [d for d in DOCS if d not in relevant][:5]
+        rest = [d for d in DOCS if d not in first]
+        ranking = [*first, *rest][:20]
+        return Answer(text, tuple(Context(d, d, 1.0 / (i + 1)) for i, d in enumerate(ranking)))
+
+
+SKILLS = {"perfect": 1.0, "s1": 0.2, "s2": 0.35, "s3": 0.5, "s4": 0.65, "s5": 0.8,
+          "s6": 0.9, "wrong": 0.0}
+
+
+def pytest_ragbench_systems(config):
+    return {name: lambda request, skill=skill: Quizzer(skill) for name, skill in SKILLS.items()}
+'''
+
+RUNNER = '''
+"""The test-only ``quiz`` kind: answer metrics and trec_eval measures of the ranking."""
+from pytest_ragbench.metrics import evaluate_run, exact_match, keyword_overlap, token_f1
+from pytest_ragbench.records import Outcome
+
+MEASURES = ["nDCG@10", "P@5", "R@10", "RR", "AP", "Success@5", "Rprec"]
+
+
+def run(case, context):
+    answer = context.answer(case.question)
+    relevant = case.metadata["relevant"]
+    qrels = {"q": {d: 1 for d in relevant}}
+    ranking = {"q": {c.id: c.score for c in answer.contexts}}
+    measures = evaluate_run(qrels, ranking, MEASURES, per_query=True)["q"]
+    metrics = {"token_f1": token_f1(answer.text, case.ground_truth),
+               "exact_match": exact_match(answer.text, case.ground_truth),
+               "keyword_overlap": keyword_overlap(answer.text, case.ground_truth),
+               **{name: float(value) for name, value in measures.items()}}
+    return Outcome(metrics=metrics, evidence={"answer": answer.text})
+'''
+
+WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+         "juliet", "kilo", "lima", "mike", "november", "oscar", "papa")
+
+
+def _project(pytester: pytest.Pytester) -> None:
+    cases, answers = [], {}
+    for i in range(CASES):
+        truth = " ".join(WORDS[(i + k) % len(WORDS)] for k in range(3 + i % 4))
+        relevant = [f"d{(3 * i + k) % 40:02d}" for k in range(1 + i % 3)]
+        question = f"question {WORDS[i % len(WORDS)]}{i} what is it?"
+        cases.append({"id": f"q{i:02d}", "kind": "ragas", "question": question,
+                      "ground_truth": truth, "metadata": {"relevant": relevant}})
+        answers[question] = [truth, relevant]
+    pytester.makeconftest(f"ANSWERS = {answers!r}\n" + CONFTEST)
+    (pytester.path / "quiz_runner.py").write_text(RUNNER)
+    pytester.mkdir("test_cases")
+    (pytester.path / "test_cases" / "quiz.jsonl").write_text(
+        "".join(json.dumps(c) + "\n" for c in cases))
+    pytester.makeini("[pytest]\n")
+
+
+def test_eight_systems_find_perfect_vs_wrong_on_every_metric(pytester: pytest.Pytester) -> None:
+    _project(pytester)
+    result = pytester.runpytest("--ragbench", "--ragbench-systems", ",".join(SYSTEMS))
+    result.assert_outcomes(passed=len(SYSTEMS) * CASES)
+    data = results(pytester)
+    assert len(data["comparisons"]) == 28
+    family = [c for kinds in data["comparisons"].values() for c in kinds["quiz"].values()]
+    assert len(family) == 280 and all(c["holm_family"] == 280 for c in family)
+    extremes = data["comparisons"]["perfect_vs_wrong"]["quiz"]
+    assert len(extremes) == 10
+    for metric, c in extremes.items():
+        assert c["delta"] > 0, metric
+        assert c["significant"] and c["better"], (metric, c["p_value"], c["p_holm"])
+        assert c["p_value"] > 0 and c["p_holm"] < 0.05
+    # The binary metrics get exact McNemar, the others the sign-flip test with enough
+    # resamples for the family (and its bound where no resample reaches the difference).
+    assert extremes["exact_match"]["test"] == extremes["Success@5"]["test"] == "mcnemar"
+    flips = extremes["token_f1"]
+    assert flips["test"] == "randomization" and flips["resamples"] >= 20 * 280 / 0.05
+    assert flips["p_resolution"] * 280 < 0.05 / 5
+    assert flips["p_method"] == "hoeffding bound" and flips["p_value"] < flips["p_resolution"]
+    # Power for the tests used at Holm's alpha / 280, on the 30 pairs scored.
+    power = data["power_analysis"]["quiz"]
+    assert (power["n"], power["family"]) == (CASES, 280)
+    assert power["alpha"] == pytest.approx(0.05 / 280)
+    assert set(power["by_test"]) == {"mcnemar", "randomization"}
+    result.stdout.fnmatch_lines([
+        "paired comparisons (A - B; p Holm-corrected over 280 comparisons, alpha 0.05; "
+        "CIs 95% each, unadjusted):",
+        "perfect_vs_wrong * quiz * exact_match * mcnemar * 30 * +1.000 * W * better",
+        "perfect_vs_wrong * quiz * token_f1 * randomization * 30 * +0.7* B * <* * <* better",
+        "power (test used, Holm alpha / m) * test * n * alpha * d=0.2 * d=0.3 * d=0.5",
+        "quiz * mcnemar (*% discordant) * 30 * 0.00018 *",
+        "quiz * randomization (as paired t) * 30 * 0.00018 *",
+    ])
+    assert " 0 " not in " ".join(line for line in result.stdout.lines
+                                 if line.startswith("perfect_vs_wrong"))
+
+
+# -- the randomization test's p-values, unit by unit ------------------------------------------
+
+
+def test_resamples_grow_with_the_family() -> None:
+    from pytest_ragbench.report.compare import resamples_for
+
+    assert resamples_for(1) == resamples_for(25) == 10_000
+    assert resamples_for(280) == 112_000
+    for family in (50, 280, 1000):
+        assert 2 / (resamples_for(family) + 1) * family < 0.05 / 5  # the floor, 10x below
+
+
+def test_exact_sign_flips_enumerate_every_cluster_sign() -> None:
+    """Brute force over all 2^6 cluster signs: the same two-sided p."""
+    import itertools
+
+    import numpy as np
+
+    from pytest_ragbench.report.compare import sign_flip_pvalues
+
+    diffs = [0.3, 0.1, -0.05, 0.2, 0.4, 0.15, 0.25, -0.1, 0.3]
+    keys = ["a", "a", "b", "c", "c", "d", "e", "f", "f"]
+    sums = {}
+    for d, k in zip(diffs, keys, strict=True):
+        sums[k] = sums.get(k, 0.0) + d
+    values = np.array(list(sums.values()))
+    null = np.array([values @ np.array(s) for s in itertools.product([1, -1], repeat=6)])
+    observed = values.sum()
+    expected = min(1.0, 2 * min(np.mean(null >= observed - 1e-12),
+                                np.mean(null <= observed + 1e-12)))
+    (found,) = sign_flip_pvalues([(diffs, keys)], resamples=10_000)
+    assert found["p_method"] == "exact" and found["resamples"] == 64
+    assert found["p_value"] == pytest.approx(expected)
+
+
+def test_where_no_flip_reaches_the_difference_hoeffding_bounds_p() -> None:
+    import math
+
+    from pytest_ragbench.report.compare import sign_flip_pvalues
+
+    (found,) = sign_flip_pvalues([([1.0] * 40, [None] * 40)], resamples=10_000)
+    assert found["p_method"] == "hoeffding bound"
+    assert found["p_value"] == pytest.approx(2 * math.exp(-20)) and found["p_value"] > 0
+    assert found["p_resolution"] == pytest.approx(2 / 10_001)
+
+
+def test_sign_flip_p_values_are_uniform_under_the_null() -> None:
+    """500 null comparisons (one block of shared flips): about 5% below 0.05, never 0."""
+    import numpy as np
+
+    from pytest_ragbench.report.compare import sign_flip_pvalues
+
+    rng = np.random.default_rng(5)
+    tests = [(list(rng.normal(0, 1, 30) * rng.choice([0.2, 1.0], 30)), [None] * 30)
+             for _ in range(500)]
+    p = np.array([f["p_value"] for f in sign_flip_pvalues(tests, resamples=10_000)])
+    assert 0.025 <= np.mean(p <= 0.05) <= 0.08
+    assert 0.4 <= np.mean(p <= 0.5) <= 0.6 and p.min() > 0
+
+
+def test_clustered_pairs_use_the_cluster_sign_flip_not_mcnemar() -> None:
+    from pytest_ragbench.report.compare import Pairs, evaluate
+
+    a = [1.0, 1.0, 1.0, 0.0] * 5
+    b = [0.0, 0.0, 1.0, 0.0] * 5
+    plain = Pairs("x_vs_y", "k", "exact_match", a=a, b=b, clusters=[None] * 20)
+    clustered = Pairs("x_vs_y", "k", "exact_match", a=a, b=b,
+                      clusters=[("cluster", str(i // 4)) for i in range(20)])
+    (first,) = evaluate([plain])
+    (second,) = evaluate([clustered])
+    assert first["test"] == "mcnemar" and first["p_method"] == "exact binomial"
+    assert second["test"] == "randomization" and second["n_clusters"] == 5
+    assert second["p_method"] == "exact" and second["p_value"] == pytest.approx(2 / 32)
+    assert second["ci_high"] - second["ci_low"] > first["ci_high"] - first["ci_low"]
+
+
+def test_p_values_print_as_bounds_never_zero() -> None:
+    from pytest_ragbench.report.terminal import p_text
+
+    floor = 2 / 112_001
+    assert p_text({"p_value": floor, "p_method": "monte-carlo", "p_resolution": floor}) \
+        == "<1.8e-05"
+    assert p_text({"p_value": 6.1e-7, "p_method": "hoeffding bound",
+                   "p_resolution": floor}) == "<6.1e-07"
+    assert p_text({"p_value": 0.0123, "p_method": "monte-carlo",
+                   "p_resolution": floor}) == "0.0123"
+    assert p_text({"p_value": None}) == "undefined"
