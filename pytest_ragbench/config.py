@@ -49,6 +49,7 @@ class RagbenchConfig:
     corpus_paths: tuple[Path, ...] = ()
     thresholds: dict[str, Any] = field(default_factory=dict)
     gates: dict[str, float] = field(default_factory=dict)
+    judge_labels: Path | None = None
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -80,6 +81,7 @@ class RagbenchConfig:
             "robustness_examples": self.robustness_examples,
             "thresholds": self.thresholds,
             "gates": self.gates,
+            "judge_labels": str(self.judge_labels) if self.judge_labels else None,
         }
 
 
@@ -183,6 +185,13 @@ def _path_option(config: pytest.Config, dest: str) -> Path:
     return (config.rootpath / str(config.getini(dest))).resolve()
 
 
+def _optional_path_option(config: pytest.Config, dest: str) -> Path | None:
+    """Like :func:`_path_option`, or None when neither the flag nor the ini key is set."""
+    if not config.getoption(dest) and not config.getini(dest):
+        return None
+    return _path_option(config, dest)
+
+
 def build_config(config: pytest.Config) -> RagbenchConfig:
     """Resolve flags, ini keys and TOML files into a :class:`RagbenchConfig`."""
     rootpath = config.rootpath
@@ -241,4 +250,5 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         corpus_paths=tuple(p.resolve() for p in corpus),
         thresholds=settings["thresholds"],
         gates=settings["gates"],
+        judge_labels=_optional_path_option(config, "ragbench_judge_labels"),
     )

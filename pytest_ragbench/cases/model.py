@@ -39,6 +39,8 @@ class Case:
     thresholds: dict[str, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     id_generated: bool = False
+    # A person's score of this case per metric (judge calibration, report/calibration.py).
+    human: dict[str, float] = field(default_factory=dict)
 
     @property
     def label(self) -> str:

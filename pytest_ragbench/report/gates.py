@@ -76,11 +76,21 @@ def gate_cells(gate: Gate, systems: Sequence[str]) -> list[Cell]:
     return [Cell(gate.kind, gate.metric, None, where)]
 
 
-def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str) -> dict[str, Any]:
-    """The verdict of one gate on one cell; ``passed`` is None when nothing was scored."""
+def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str,
+          calibration: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The verdict of one gate on one cell; ``passed`` is None when nothing was scored.
+
+    With ``ci-lower`` and the cell's calibration against human labels
+    (report/calibration.py), the bound of the prediction-powered interval is checked.
+    """
     lower_better = direction(gate.metric) == "lower"
+    ppi = None
     if mode == "ci-lower":
         value = entry.get("ci_high" if lower_better else "ci_low")
+        if calibration is not None and calibration.get("ppi_ci_low") is not None:
+            ppi = {k: calibration[k] for k in ("n_labeled", "ppi_mean", "ppi_ci_low",
+                                               "ppi_ci_high")}
+            value = ppi["ppi_ci_high" if lower_better else "ppi_ci_low"]
     else:
         value = entry.get("mean")
     passed = None
@@ -93,7 +103,8 @@ def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str) -> dict[str,
             "where": dict(gate.where), "system": cell.system, "bound": gate.bound,
             "mode": mode, "direction": "lower" if lower_better else "higher",
             "value": value, "mean": entry.get("mean"), "ci_low": entry.get("ci_low"),
-            "ci_high": entry.get("ci_high"), "n": entry.get("n", 0), "passed": passed}
+            "ci_high": entry.get("ci_high"), "n": entry.get("n", 0), "passed": passed,
+            "ppi": ppi}
 
 
 def _num(value: Any) -> str:
@@ -112,6 +123,11 @@ def gate_line(result: dict[str, Any]) -> str:
     if result["mode"] == "ci-lower":
         side = "upper" if result["direction"] == "lower" else "lower"
         checked = f"95% CI {side} bound {_num(result['value'])}; "
+        if result.get("ppi"):  # calibrated against human labels
+            ppi = result["ppi"]
+            checked = (f"95% PPI {side} bound {_num(result['value'])} from "
+                       f"{ppi['n_labeled']} human labels, PPI mean {_num(ppi['ppi_mean'])} "
+                       f"[{_num(ppi['ppi_ci_low'])}, {_num(ppi['ppi_ci_high'])}]; judge ")
     else:
         checked = ""
     verdict = "passed" if result["passed"] else "MISSED"
