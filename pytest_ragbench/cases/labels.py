@@ -43,10 +43,12 @@ class LabelFile:
     labels: list[Label] = field(default_factory=list)
     errors: list[CaseError] = field(default_factory=list)
     lines: int = 0  # non-blank lines
+    shown: str = ""  # how messages name the file (relative to where pytest was started)
 
     def summary(self) -> dict[str, Any]:
         """JSON-safe counts and error lines."""
-        return {"path": str(self.path), "lines": self.lines, "labels": len(self.labels),
+        return {"path": str(self.path), "shown": self.shown or str(self.path),
+                "lines": self.lines, "labels": len(self.labels),
                 "errors": [str(e) for e in self.errors]}
 
 
@@ -64,7 +66,7 @@ def read_labels(path: Path, shown: str | None = None) -> LabelFile:
     except OSError as exc:
         raise ConfigError(f"--ragbench-judge-labels {name}: cannot read the file: "
                           f"{exc.strerror or exc}") from None
-    result = LabelFile(path)
+    result = LabelFile(path, shown=name)
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue

@@ -273,8 +273,8 @@ def failure_lines(label_file: LabelFile | None) -> list[str]:
     lines = [f"judge labels: {error}" for error in label_file.errors[:MAX_ERROR_LINES]]
     extra = len(label_file.errors) - MAX_ERROR_LINES
     if extra > 0:
-        lines.append(f"judge labels: {label_file.path}: {extra} more bad line(s) "
-                     "(all of them in results.json judge_labels.file.errors)")
+        lines.append(f"judge labels: {label_file.shown or label_file.path}: {extra} more "
+                     "bad line(s) (all of them in results.json judge_labels.file.errors)")
     return lines
 
 
@@ -324,7 +324,7 @@ def _summary_line(summary: dict[str, Any]) -> str:
     source = summary.get("file")
     if source:
         bad = f", {len(source['errors'])} bad" if source["errors"] else ""
-        parts.append(f"{source['path']}: {source['lines']} lines{bad}, "
+        parts.append(f"{source['shown']}: {source['lines']} lines{bad}, "
                      f"{summary['file_labels_matched']} labeled an item")
     if summary["case_labels_matched"]:
         parts.append(f"case files: {summary['case_labels_matched']} labels")
