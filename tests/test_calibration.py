@@ -126,7 +126,9 @@ def test_labels_match_by_id_kind_system_and_metric_and_the_rest_are_reported() -
                record("a", {"faithfulness": 0.6}, system="y"),
                record("a", {"accuracy": 70.0}, kind="ragcsv"),
                record("b", {}, unscored={"faithfulness": "no judge configured"}),
-               record("c", {"faithfulness": 0.2}, human={"faithfulness": 0.0, "recall": 1.0})]
+               record("c", {"faithfulness": 0.2}, human={"faithfulness": 0.0, "recall": 1.0}),
+               ItemRecord(nodeid="cases.yaml::ragas[e]", kind="ragas", case_kind="ragas",
+                          case_id="e", file="cases.yaml", line=9, status="error")]
     labels = [Label("a", "faithfulness", 1.0, where="l:1"),               # both systems
               Label("a", "faithfulness", 0.0, system="y", where="l:2"),   # y again: averaged
               Label("a", "accuracy", 90.0, kind="ragcsv", where="l:3"),
@@ -134,7 +136,8 @@ def test_labels_match_by_id_kind_system_and_metric_and_the_rest_are_reported() -
               Label("zz", "faithfulness", 1.0, where="l:5"),
               Label("a", "faithfulness", 1.0, kind="vector", where="l:6"),
               Label("a", "faithfulness", 1.0, system="z", where="l:7"),
-              Label("a", "faithfulnes", 1.0, where="l:8")]
+              Label("a", "faithfulnes", 1.0, where="l:8"),
+              Label("e", "faithfulness", 1.0, where="l:9")]
     matching = calibration.match(records, labels)
     assert matching.human == {
         "cases.yaml::ragas[x-a]": {"faithfulness": 1.0},
@@ -148,6 +151,7 @@ def test_labels_match_by_id_kind_system_and_metric_and_the_rest_are_reported() -
         ("l:6", "no vector item with this id (its items: ragas, ragcsv)"),
         ("l:7", "no item of system 'z' with this id (its systems: (default), x, y)"),
         ("l:8", "its items have no metric 'faithfulnes' (did you mean 'faithfulness'?)"),
+        ("l:9", "its items recorded no metric (status: error)"),
         ("cases.yaml:1", "its items have no metric 'recall'")]
 
 

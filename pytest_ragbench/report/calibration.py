@@ -112,6 +112,9 @@ def _reason(label: Label, same_id: list[ItemRecord], found: list[ItemRecord]) ->
             return f"no {label.kind} item with this id (its items: {kinds})"
         systems = ", ".join(sorted({r.system or "(default)" for r in same_id}))
         return f"no item of system {label.system!r} with this id (its systems: {systems})"
+    if not any(_metrics_of(r) for r in found):  # the item failed before it scored anything
+        statuses = ", ".join(sorted({r.status for r in found}))
+        return f"its items recorded no metric (status: {statuses})"
     return _no_metric(label.metric, sorted(set().union(*(_metrics_of(r) for r in found))))
 
 
