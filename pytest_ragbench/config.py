@@ -52,6 +52,7 @@ class RagbenchConfig:
     # Honest intervals (issue 15).
     gate_min_n: int = 5
     cluster_by: str | None = None
+    judge_labels: Path | None = None
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -85,6 +86,7 @@ class RagbenchConfig:
             "gates": self.gates,
             "gate_min_n": self.gate_min_n,
             "cluster_by": self.cluster_by,
+            "judge_labels": str(self.judge_labels) if self.judge_labels else None,
         }
 
 
@@ -188,6 +190,13 @@ def _path_option(config: pytest.Config, dest: str) -> Path:
     return (config.rootpath / str(config.getini(dest))).resolve()
 
 
+def _optional_path_option(config: pytest.Config, dest: str) -> Path | None:
+    """Like :func:`_path_option`, or None when neither the flag nor the ini key is set."""
+    if not config.getoption(dest) and not config.getini(dest):
+        return None
+    return _path_option(config, dest)
+
+
 def build_config(config: pytest.Config) -> RagbenchConfig:
     """Resolve flags, ini keys and TOML files into a :class:`RagbenchConfig`."""
     rootpath = config.rootpath
@@ -248,4 +257,5 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         gates=settings["gates"],
         gate_min_n=_int("ragbench_gate_min_n", config.getini("ragbench_gate_min_n") or 5),
         cluster_by=str(config.getini("ragbench_cluster_by") or "").strip() or None,
+        judge_labels=_optional_path_option(config, "ragbench_judge_labels"),
     )

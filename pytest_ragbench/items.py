@@ -243,7 +243,7 @@ class CaseItem(pytest.Function):
             unscored=dict(outcome.unscored), thresholds=dict(limits or {}),
             failures=list(failures or []), warnings=list(outcome.warnings),
             duration=duration, error=error, evidence=dict(outcome.evidence),
-            usage=dict(outcome.usage),
+            usage=dict(outcome.usage), human=dict(self.case.human),
         )
 
     def record_for_report(self, status: str, message: str | None) -> ItemRecord:

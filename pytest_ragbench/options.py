@@ -59,6 +59,10 @@ OPTIONS: tuple[Option, ...] = (
            "(e.g. typos,case,injection; default all)"),
     Option("--ragbench-robustness-examples", "perturbed examples per case (default 10)",
            default="10"),
+    # Judge calibration against human labels (issue 14).
+    Option("--ragbench-judge-labels", "human labels to calibrate metrics against: JSONL lines "
+           '{"id", "metric", "score"} (optional "kind", "system"); prediction-powered '
+           "intervals of the human mean"),
 )
 
 # Ini-only keys (no flag).

@@ -63,7 +63,8 @@ def pytest_configure(config: pytest.Config) -> None:
 # plugin's options are known, so in ``--ragbench-cache DIR`` it takes an existing DIR for
 # a test path: one outside the project moves the rootdir and loses pyproject.toml.
 # ``--ragbench-cache=DIR`` is read correctly.
-SPACED_PATH_FLAGS = ("--ragbench-cache", "--ragbench-report", "--ragbench-compare")
+SPACED_PATH_FLAGS = ("--ragbench-cache", "--ragbench-report", "--ragbench-compare",
+                     "--ragbench-judge-labels")
 
 
 def _warn_about_spaced_path_values(config: pytest.Config) -> None:
@@ -127,12 +128,15 @@ def _kind_enabled(config: pytest.Config, kind: str) -> bool:
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Never collect a report dir: its items.jsonl and saved runs look like case files."""
+    """Never collect a report dir (its items.jsonl looks like cases), nor the label file."""
     if (collection_path / REPORT_MARKER).is_file():  # any report dir written before
         return True
     if CONFIG_KEY in config.stash:
         report_dir = config.stash[CONFIG_KEY].report_dir
         if collection_path == report_dir or report_dir in collection_path.parents:
+            return True
+        labels = config.stash[CONFIG_KEY].judge_labels  # human labels, not cases
+        if labels and collection_path.name == labels.name and collection_path.resolve() == labels:
             return True
     return None
 

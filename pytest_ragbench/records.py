@@ -50,6 +50,8 @@ class ItemRecord:
     error: str | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
+    # The case's human labels per metric (judge calibration, report/calibration.py).
+    human: dict[str, float] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:

@@ -490,3 +490,111 @@ def _z(confidence: float) -> float:
 
     _check_confidence(confidence)
     return NormalDist().inv_cdf((1 + confidence) / 2)
+
+
+# ---------------------------------------------------------------- prediction-powered inference
+
+
+@dataclass(frozen=True)
+class PPIInterval:
+    """A prediction-powered estimate of the human mean, with its confidence interval.
+
+    ``judge_mean`` is the judge's mean over all items and ``rectifier`` the mean of
+    human − judge over the labeled ones (``mean = judge_mean + rectifier``); ``df`` is the
+    degrees of freedom of the t quantile used.
+    """
+
+    mean: float
+    low: float
+    high: float
+    se: float
+    df: float
+    n_labeled: int
+    n_all: int
+    confidence: float
+    judge_mean: float
+    rectifier: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return dict(self.__dict__)
+
+
+def ppi_mean_ci(judge_all: Scores, judge_labeled: Scores, human_labeled: Scores,
+                confidence: float = 0.95) -> PPIInterval:
+    """Prediction-powered CI of the mean human score (Angelopoulos et al., Science 2023).
+
+    Arguments: ``judge_all`` is the judge's (or any proxy's) score of *every* item — N
+    items, **the labeled ones included**; ``judge_labeled`` and ``human_labeled`` are the
+    judge's and a person's scores of the n labeled items, pair by pair (each labeled
+    item's judge score is also in ``judge_all``, which is checked). The labeled items
+    must be a random subset of all items; the target is the mean human score of the
+    population the items were drawn from.
+
+    Estimate, the paper's classical PPI mean: the judge's mean over all items plus the
+    mean of human − judge over the labeled ones,
+    ``θ = mean(judge_all) + mean(human_labeled − judge_labeled)``.
+
+    Interval, the paper's CLT interval for this estimate, ``θ ± q·se``. The paper's
+    unlabeled set is disjoint from the labeled one; here the labeled items are among
+    the N, so with w = (N − n)/N the estimate is ``mean(human_L) + w·(mean(judge_U) −
+    mean(judge_L))`` (U: the N − n unlabeled items) and its variance is
+    ``se² = w·s²(judge_all)/N + s²(human_L − w·judge_L)/n`` (sample variances, ddof=1).
+    For N ≫ n (w → 1) this is the paper's σ²(judge)/N + σ²(human − judge)/n; with every
+    item labeled (w = 0) it is the t interval of the human mean. Leaving out the
+    overlap would understate se when the judge is compressed towards the middle.
+    ``q`` is Student's t quantile with Welch–Satterthwaite degrees of freedom of the two
+    variance terms: about n − 1 when the rectifier term dominates, and the paper's
+    normal quantile as n grows.
+
+    Small n, honestly: the interval rests on a central limit theorem for the mean of
+    human − judge over only n labeled items. In simulation (``benchmarks/bench_ppi.py``,
+    1,000 items) its coverage is 0.94–0.95 with 10 labels for a noisy or a compressed
+    judge, but 0.89 when the differences are skewed (a 0/1 judge that says 1 for every
+    correct item and for half the incorrect ones); 0.92–0.95 with 20 labels and 0.94–0.96
+    from 50 on. A judge that agreed with every labeled item makes the label term almost
+    vanish (it is then (1 − w)²·s²(human)/n), so the interval is nearly the judge's own:
+    a handful of agreeing labels does not prove the judge right.
+    Fewer than two labeled items raise ``ValueError``.
+    """
+    from scipy import stats
+
+    _check_confidence(confidence)
+    f_all = _array(judge_all, "judge_all")
+    f_lab = _array(judge_labeled, "judge_labeled")
+    h_lab = _array(human_labeled, "human_labeled")
+    n, big_n = int(f_lab.size), int(f_all.size)
+    if h_lab.size != n:
+        raise ValueError(f"judge_labeled and human_labeled differ in length: {n} vs "
+                         f"{h_lab.size}")
+    if n < 2:
+        raise ValueError(f"a prediction-powered interval needs at least 2 labeled items, "
+                         f"got {n}")
+    if big_n < n or not _is_sub_multiset(f_lab, f_all):
+        raise ValueError("judge_all must hold the judge's scores of all items, the labeled "
+                         "ones included (some judge_labeled values are not in judge_all)")
+    w = (big_n - n) / big_n
+    judge_mean = float(f_all.mean())
+    rectifier = float((h_lab - f_lab).mean())
+    mean = judge_mean + rectifier
+    judge_term = w * float(f_all.var(ddof=1)) / big_n if big_n > 1 else 0.0
+    label_term = float((h_lab - w * f_lab).var(ddof=1)) / n
+    variance = judge_term + label_term
+    if variance <= 0.0:
+        return PPIInterval(mean, mean, mean, 0.0, float(n - 1), n, big_n, confidence,
+                           judge_mean, rectifier)
+    denominator = (judge_term**2 / (big_n - 1) if big_n > 1 else 0.0) + label_term**2 / (n - 1)
+    df = variance**2 / denominator
+    se = math.sqrt(variance)
+    margin = float(stats.t.ppf((1 + confidence) / 2, df)) * se
+    return PPIInterval(mean, mean - margin, mean + margin, se, float(df), n, big_n, confidence,
+                       judge_mean, rectifier)
+
+
+def _is_sub_multiset(part: np.ndarray, whole: np.ndarray) -> bool:
+    """True when every value of ``part`` occurs in ``whole`` at least as often."""
+    from collections import Counter
+
+    have = Counter(whole.tolist())
+    need = Counter(part.tolist())
+    return all(have[value] >= count for value, count in need.items())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from pytest_ragbench.errors import CaseError
 
 KINDS = tuple(CASE_CLASSES)
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:/@+-]+$")
-COMMON_FIELDS = ("id", "kind", "category", "tags", "thresholds", "cluster")
+COMMON_FIELDS = ("id", "kind", "category", "tags", "thresholds", "cluster", "human")
 ALIASES = {"gold_sql": "expected_sql"}
 TABLE_ALIASES = ("expected_columns", "expected_rows")
 
@@ -126,6 +127,20 @@ def _thresholds(value: Any) -> dict[str, float] | None:
     for name, number in value.items():
         if isinstance(number, bool) or not isinstance(number, int | float):
             raise ValueError(f"threshold for {name!r} must be a number, got {_type(number)}")
+        out[str(name)] = float(number)
+    return out
+
+
+def _human(value: Any) -> dict[str, float]:
+    """``human``: a person's score per metric, ``{metric: number}`` (judge calibration)."""
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a mapping of metric -> a person's score, got {_type(value)}")
+    out = {}
+    for name, number in value.items():
+        if isinstance(number, bool) or not isinstance(number, int | float) \
+                or not math.isfinite(number):
+            raise ValueError(f"the score for {name!r} must be a finite number, "
+                             f"got {_type(number)}")
         out[str(name)] = float(number)
     return out
 
@@ -268,6 +283,7 @@ SCHEMAS: dict[str, Schema] = {
 COMMON: Schema = {
     "category": (_enum_name, False), "tags": (_str_list, False),
     "thresholds": (_thresholds, False), "cluster": (_enum_name, False),
+    "human": (_human, False),
 }
 
 

@@ -2,8 +2,9 @@
 
 Keys: ``schema_version``, ``run``, ``config``, ``metrics``, ``breakdowns``, ``comparisons``,
 ``items`` (SPEC.md), plus ``counts``, ``components``, ``power_analysis``, ``usage``,
-``timing``, ``ragcsv``, ``beir``, ``robustness``, ``baseline``, ``gates``, ``regressions``
-and ``failures`` (the lines that fail the session).
+``timing``, ``ragcsv``, ``beir``, ``robustness``, ``judge_calibration`` and ``judge_labels``
+(report/calibration.py), ``baseline``, ``gates``, ``regressions`` and ``failures`` (the
+lines that fail the session).
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_ragbench.cases.labels import LabelFile
 from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.records import ItemRecord, json_safe
-from pytest_ragbench.report import aggregate, beir, compare, gates, robustness
+from pytest_ragbench.report import aggregate, beir, calibration, compare, gates, robustness
 from pytest_ragbench.report.runs import Baseline
 
 SCHEMA_VERSION = 1
@@ -21,11 +23,12 @@ SCHEMA_VERSION = 1
 
 def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str, Any],
           components: dict[str, str], baseline: Baseline | None = None,
-          gate_list: Sequence[gates.Gate] = ()) -> dict[str, Any]:
+          gate_list: Sequence[gates.Gate] = (), labels: LabelFile | None = None
+          ) -> dict[str, Any]:
     """Aggregate the records into the results document.
 
     Records are taken in node-id order, so the numbers do not depend on the order in
-    which the items ran.
+    which the items ran. ``labels`` are the human labels of ``--ragbench-judge-labels``.
     """
     records = sorted(records, key=lambda r: r.nodeid)
     systems = aggregate.systems_in(records, settings.systems)
@@ -49,9 +52,16 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
                          "run_id": baseline.run.get("id"), "time": baseline.run.get("time"),
                          **counts}
     beir_runs = beir.collect(records)
-    verdicts = [gates.check(g, c, stats[c], settings.gate, settings.gate_min_n)
-                for g, c in checks]
-    failures = [gates.gate_line(v) for v in verdicts if v["passed"] is False]
+    matching = calibration.match(records, labels.labels if labels else ())
+
+    def calibrated(cell: aggregate.Cell) -> dict[str, Any] | None:
+        return calibration.calibrate(cells[cell], cell.metric, matching.human) \
+            if matching.human and settings.gate == "ci-lower" else None
+
+    verdicts = [gates.check(g, c, stats[c], settings.gate, settings.gate_min_n,
+                            calibrated(c)) for g, c in checks]
+    failures = calibration.failure_lines(labels)
+    failures += [gates.gate_line(v) for v in verdicts if v["passed"] is False]
     if settings.fail_on == "regression" and baseline is not None:
         failures += [gates.regression_line(c, baseline.label) for c in found_regressions]
     document = {
@@ -69,6 +79,8 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
         "ragcsv": aggregate.ragcsv_section(records, systems),
         "beir": beir.section(beir_runs),
         "robustness": robustness.section(records, systems),
+        "judge_calibration": calibration.section(records, systems, matching),
+        "judge_labels": calibration.labels_section(labels, matching),
         "baseline": baseline_part,
         "gates": verdicts,
         "regressions": found_regressions,

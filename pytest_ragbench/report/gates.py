@@ -81,22 +81,30 @@ def gate_cells(gate: Gate, systems: Sequence[str]) -> list[Cell]:
     return [Cell(gate.kind, gate.metric, None, where)]
 
 
-def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str, min_n: int = 5
-          ) -> dict[str, Any]:
+def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str, min_n: int = 5,
+          calibration: dict[str, Any] | None = None) -> dict[str, Any]:
     """The verdict of one gate on one cell.
 
     ``passed`` is None when nothing was scored, or when fewer than ``min_n`` items were
     and the gate is on the mean; on the CI bound too few items fail (``passed`` False):
-    "n too small" is no evidence that the bound is met.
+    "n too small" is no evidence that the bound is met. With ``ci-lower`` and the cell's
+    calibration against human labels (report/calibration.py), the bound of the
+    prediction-powered interval is checked.
     """
     lower_better = direction(gate.metric) == "lower"
     n = int(entry.get("n") or 0)
     unscored = int(entry.get("n_unscored") or 0)
     method = None
+    ppi = None
     if mode == "ci-lower":
         side = "high" if lower_better else "low"
         value = entry.get(f"ci_gate_{side}", entry.get(f"ci_{side}"))
         method = entry.get("ci_gate_method", entry.get("ci_method"))
+        if calibration is not None and calibration.get("ppi_ci_low") is not None:
+            ppi = {k: calibration[k] for k in ("n_labeled", "ppi_mean", "ppi_ci_low",
+                                               "ppi_ci_high")}
+            value = ppi[f"ppi_ci_{side}"]
+            method = "ppi"
     else:
         value = entry.get("mean")
     status = "checked"
@@ -117,7 +125,7 @@ def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str, min_n: int =
             "value": value, "method": method, "mean": entry.get("mean"),
             "ci_low": entry.get("ci_low"), "ci_high": entry.get("ci_high"),
             "ci_method": entry.get("ci_method"), "n": n, "n_unscored": unscored,
-            "min_n": min_n, "status": status, "passed": passed}
+            "min_n": min_n, "status": status, "passed": passed, "ppi": ppi}
 
 
 def _num(value: Any) -> str:
@@ -154,6 +162,11 @@ def gate_line(result: dict[str, Any]) -> str:
         side = "upper" if result["direction"] == "lower" else "lower"
         how = f" ({result['method']})" if result.get("method") else ""
         checked = f"95% CI {side} bound {_num(result['value'])}{how}; "
+        if result.get("ppi"):  # calibrated against human labels
+            ppi = result["ppi"]
+            checked = (f"95% PPI {side} bound {_num(result['value'])} from "
+                       f"{ppi['n_labeled']} human labels, PPI mean {_num(ppi['ppi_mean'])} "
+                       f"[{_num(ppi['ppi_ci_low'])}, {_num(ppi['ppi_ci_high'])}]; judge ")
     else:
         checked = ""
     verdict = "passed" if result["passed"] else "MISSED"

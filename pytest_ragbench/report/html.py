@@ -91,8 +91,11 @@ def distribution_plot(document: dict[str, Any], kind: str) -> str:
 
 def _errorbars(axes: Any, labels: list[str], entries: list[dict[str, Any]]) -> None:
     means = [e["mean"] for e in entries]
-    lower = [e["mean"] - e["ci_low"] for e in entries]
-    upper = [e["ci_high"] - e["mean"] for e in entries]
+    # No interval below n = 2; a rounding step may put the mean just outside its interval.
+    lower = [max(0.0, e["mean"] - e["ci_low"]) if e.get("ci_low") is not None else 0.0
+             for e in entries]
+    upper = [max(0.0, e["ci_high"] - e["mean"]) if e.get("ci_high") is not None else 0.0
+             for e in entries]
     positions = list(range(len(labels)))
     axes.errorbar(means, positions, xerr=[lower, upper], fmt="o", capsize=3)
     axes.set_yticks(positions, labels, fontsize=7)

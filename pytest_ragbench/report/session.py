@@ -31,6 +31,7 @@ class RagbenchSession:
         self.worker_components: dict[str, str] = {}
         self.baseline: Any = None
         self.gates: list[Any] = []
+        self.labels: Any = None  # the --ragbench-judge-labels file, read at the start
         self.document: dict[str, Any] | None = None
         self.written: list[Path] = []
         self.problems: list[str] = []
@@ -53,6 +54,12 @@ class RagbenchSession:
                 from pytest_ragbench.report.gates import parse_gates
 
                 self.gates = parse_gates(self.settings.gates)
+            if self.settings.judge_labels:
+                from pytest_ragbench.cases.labels import read_labels
+                from pytest_ragbench.collect import display_path
+
+                path = self.settings.judge_labels
+                self.labels = read_labels(path, display_path(path, self.config))
             if self.settings.compare:
                 from pytest_ragbench.report import runs
 
@@ -96,7 +103,7 @@ class RagbenchSession:
         self.document = document_mod.build(
             self.sorted_records(), self.settings, run=run_info(self.config.rootpath),
             components=components_mod.ordered(found), baseline=self.baseline,
-            gate_list=self.gates)
+            gate_list=self.gates, labels=self.labels)
         self.document["run"]["exit_status"] = int(session.exitstatus)
         self.written = self._write(self.document)
         if self.document["failures"] and session.exitstatus == pytest.ExitCode.OK:
