@@ -49,6 +49,13 @@ class RagbenchConfig:
     corpus_paths: tuple[Path, ...] = ()
     thresholds: dict[str, Any] = field(default_factory=dict)
     gates: dict[str, float] = field(default_factory=dict)
+    # Qdrant (issue 18): a server URL or a local-mode path (a folder or ":memory:")
+    qdrant_url: str | None = None
+    qdrant_path: str | None = None
+    collection: str | None = None
+    max_docs: int | None = None
+    timeout_s: float = 60.0
+    retries: int = 4
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -80,6 +87,10 @@ class RagbenchConfig:
             "robustness_examples": self.robustness_examples,
             "thresholds": self.thresholds,
             "gates": self.gates,
+            "qdrant_url": mask_url(self.qdrant_url),
+            "qdrant_path": self.qdrant_path,
+            "collection": self.collection,
+            "max_docs": self.max_docs,
         }
 
 
@@ -241,4 +252,19 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         corpus_paths=tuple(p.resolve() for p in corpus),
         thresholds=settings["thresholds"],
         gates=settings["gates"],
+        **_qdrant_settings(config),
     )
+
+
+def _qdrant_settings(config: pytest.Config) -> dict[str, Any]:
+    """``--ragbench-qdrant-url``/``-path``, ``--ragbench-collection``, ``--ragbench-max-docs``."""
+    url = options.value(config, "ragbench_qdrant_url") or None
+    path = options.value(config, "ragbench_qdrant_path") or None
+    if url and path:
+        raise ConfigError("give --ragbench-qdrant-url or --ragbench-qdrant-path, not both")
+    if path and path != ":memory:":
+        path = str(_path_option(config, "ragbench_qdrant_path"))
+    max_docs = options.value(config, "ragbench_max_docs")
+    return {"qdrant_url": url, "qdrant_path": path,
+            "collection": options.value(config, "ragbench_collection") or None,
+            "max_docs": _int("--ragbench-max-docs", max_docs) if max_docs else None}

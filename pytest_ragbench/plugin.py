@@ -63,7 +63,8 @@ def pytest_configure(config: pytest.Config) -> None:
 # plugin's options are known, so in ``--ragbench-cache DIR`` it takes an existing DIR for
 # a test path: one outside the project moves the rootdir and loses pyproject.toml.
 # ``--ragbench-cache=DIR`` is read correctly.
-SPACED_PATH_FLAGS = ("--ragbench-cache", "--ragbench-report", "--ragbench-compare")
+SPACED_PATH_FLAGS = ("--ragbench-cache", "--ragbench-report", "--ragbench-compare",
+                     "--ragbench-qdrant-path")
 
 
 def _warn_about_spaced_path_values(config: pytest.Config) -> None:
