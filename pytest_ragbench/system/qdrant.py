@@ -131,12 +131,12 @@ class QdrantRetriever:
             return
         texts = [search_text(d) for d in self.documents]
         sparse = self.encoder.documents(texts)  # also counts hash collisions
+        expected = Expected(self.collection, fingerprint, len(self.documents),
+                            self.embedder.model_id, self.encoder.params())
         with self._lock():
-            dimension = int(self.embedder.embed(texts[:1]).shape[1])
-            expected = Expected(self.collection, fingerprint, len(self.documents),
-                                self.embedder.model_id, dimension, self.encoder.params())
-            self.ensured = ensure_collection(self.connection, expected,
-                                             lambda: self._upload(texts, sparse))
+            self.ensured = ensure_collection(
+                self.connection, expected, lambda: self._upload(texts, sparse),
+                dimension=lambda: int(self.embedder.embed(texts[:1]).shape[1]))
 
     def _upload(self, texts: list[str], sparse: list[Any]) -> tuple[int, int]:
         description = f"ragbench: uploading {len(texts)} documents to Qdrant {self.collection}"

@@ -15,6 +15,7 @@ and point count match the corpus.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,8 +40,8 @@ class Expected:
     fingerprint: str
     documents: int
     embedder: str
-    dimension: int
     sparse: dict[str, Any]
+    dimension: int = 0
 
     def manifest(self, status: str) -> dict[str, Any]:
         """The manifest written into the collection's metadata."""
@@ -68,15 +69,19 @@ class Ensured:
         return f"{text}; {self.note}" if self.note else text
 
 
-def ensure_collection(connection: QdrantConnection, expected: Expected,
-                      upload: Upload) -> Ensured:
+def ensure_collection(connection: QdrantConnection, expected: Expected, upload: Upload,
+                      dimension: Callable[[], int]) -> Ensured:
     """Reuse, build or rebuild the collection ``expected.name`` (see the module docstring).
 
-    ``upload()`` fills a freshly created collection and returns ``(documents, batches)``.
+    ``upload()`` fills a freshly created collection and returns ``(documents, batches)``;
+    ``dimension()`` gives the embedder's dimension, asked only once Qdrant has answered
+    (an unreachable server costs no embedding).
     """
     name = expected.name
-    if not connection.call(f"checking collection {name!r}",
-                           lambda c: c.collection_exists(name)):
+    exists = connection.call(f"checking collection {name!r}",
+                             lambda c: c.collection_exists(name))
+    expected = dataclasses.replace(expected, dimension=dimension())
+    if not exists:
         return _build(connection, expected, upload, "built", "")
     info = connection.call(f"reading collection {name!r}", lambda c: c.get_collection(name))
     manifest = (getattr(info.config, "metadata", None) or {}).get(MANIFEST_KEY)

@@ -75,8 +75,11 @@ class QdrantMemoryStore:
         pending = self._entries[self._uploaded:]
         if not pending:
             return
-        vectors = self.embedder.embed([text for _, _, text, _ in pending])
         name = self.collection
+        if not self._created:  # ask Qdrant before embedding: a dead server costs nothing
+            self.connection.call(f"checking collection {name!r}",
+                                 lambda c: c.collection_exists(name))
+        vectors = self.embedder.embed([text for _, _, text, _ in pending])
         if not self._created:
             size = int(vectors.shape[1])
             self.connection.call(f"creating collection {name!r}", lambda c: c.create_collection(
