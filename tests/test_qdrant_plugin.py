@@ -75,8 +75,9 @@ def _beir(pytester: pytest.Pytester, report: str) -> dict[str, Any]:
 
 
 def _ndcg(items: dict[tuple[str | None, str], dict], system: str | None) -> dict[str, float]:
+    """Scored items only (with --ragbench-max-docs some are unscored)."""
     return {case: r["metrics"]["nDCG@10"] for (name, case), r in items.items()
-            if name == system and r["kind"] == "beir"}
+            if name == system and r["kind"] == "beir" and "nDCG@10" in r["metrics"]}
 
 
 def test_bundled_beir_through_qdrant_equals_faiss_and_reuses_its_collection(
@@ -109,11 +110,9 @@ def test_bundled_beir_through_qdrant_equals_faiss_and_reuses_its_collection(
                                  "all-MiniLM-L6-v2 + BM25 sparse, RRF k=60 fused in the engine "
                                  f"at local mode {storage}, collection 'ragbench_*' reused "
                                  "(337 documents, no upload)"])
-    # Tied scores (frequent in this templated corpus) come back in the engine's order, which
-    # local mode reverses when it reloads a folder: a few queries move, the mean stays.
-    reused = _ndcg(_items(pytester, "r2"), None)
-    assert reused.keys() == hybrid.keys()
-    assert abs(sum(reused.values()) - sum(hybrid.values())) / 34 <= 0.01
+    # Tied scores (frequent in this templated corpus) come back in the engine's order; a
+    # local folder is searched as reloaded from the start, so a reused one ranks alike.
+    assert _ndcg(_items(pytester, "r2"), None) == pytest.approx(qdrant, abs=1e-9)
 
     # 3. Under pytest-xdist each worker builds its own folder, with the first run's numbers.
     third = _run(pytester, shared_embedding_cache, "r3", f"--ragbench-qdrant-path={storage}",
@@ -151,7 +150,8 @@ def test_max_docs_and_memory_scenarios_through_qdrant(
                  "--ragbench-systems=dense,qdrant_dense")
     a = _items(pytester, "a")
     dense, qdrant_dense = _ndcg(a, "dense"), _ndcg(a, "qdrant_dense")
-    assert dense == pytest.approx(qdrant_dense, abs=1e-6) and dense
+    assert 0 < len(dense) < 34 and dense.keys() == qdrant_dense.keys()
+    assert dense == pytest.approx(qdrant_dense, abs=1e-6)
     # --ragbench-qdrant-path: the BEIR retriever and the memory store are Qdrant's.
     pointed = _run(pytester, shared_embedding_cache, "b", "--ragbench-max-docs=100",
                    "--ragbench-qdrant-path=:memory:")

@@ -136,10 +136,12 @@ def test_same_numbers_as_faiss_and_the_in_process_hybrid(
     theirs = evaluate_run(qrels, faiss_run, ["nDCG@10"])["nDCG@10"]
     assert abs(ours - theirs) <= 1e-6, (ours, theirs)
 
-    fused = evaluate_run(qrels, _run(qdrant_hybrid, queries), ["nDCG@10"])["nDCG@10"]
+    fused_run = _run(qdrant_hybrid, queries)
+    fused = evaluate_run(qrels, fused_run, ["nDCG@10"])["nDCG@10"]
     in_process = evaluate_run(qrels, _run(hybrid, queries), ["nDCG@10"])["nDCG@10"]
     assert abs(fused - in_process) <= 0.01, (fused, in_process)
-    assert fused > ours or name == "msmarco"  # on dbpedia BM25 helps: fusion did happen
+    moved = sum(_top(fused_run, q) != _top(qdrant_run, q) for q in queries)
+    assert moved > len(queries) / 2  # the sparse half changed most rankings: fusion happened
 
 
 def test_bm25_sparse_vectors_score_like_bm25s(memory_connection: QdrantConnection) -> None:

@@ -137,6 +137,12 @@ class QdrantRetriever:
             self.ensured = ensure_collection(
                 self.connection, expected, lambda: self._upload(texts, sparse),
                 dimension=lambda: int(self.embedder.embed(texts[:1]).shape[1]))
+            location = self.connection.location
+            if self.ensured.action != "reused" and location.path not in (None, ":memory:"):
+                # Local mode reloads a folder's points in reverse order, and that order
+                # breaks ties between equal scores: search the reloaded collection from
+                # the start, so that this run and every later one rank ties alike.
+                self.connection.reopen()
 
     def _upload(self, texts: list[str], sparse: list[Any]) -> tuple[int, int]:
         description = f"ragbench: uploading {len(texts)} documents to Qdrant {self.collection}"

@@ -165,6 +165,10 @@ class QdrantConnection:
                   f"{self.location.retries} retries)" if self.location.remote else "")
         return f"{where}: {what} failed{tries}: {reason}{limits}"
 
+    def reopen(self) -> None:
+        """Close the client; the next call opens it again (local mode reloads its folder)."""
+        self.close()
+
     def close(self) -> None:
         """Close the client (and release a local-mode folder)."""
         with self._open_lock:
