@@ -276,6 +276,17 @@ def main(argv: list[str] | None = None) -> None:
     print(table(rows))
     for note in notes:
         print(note)
+    print("versions: " + ", ".join(f"{name} {_version(name)}" for name in
+                                   ("faiss-cpu", "bm25s", "qdrant-client", "qdrant-edge-py")))
+
+
+def _version(distribution: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
 
 
 if __name__ == "__main__":
