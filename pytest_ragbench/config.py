@@ -53,6 +53,13 @@ class RagbenchConfig:
     gate_min_n: int = 5
     cluster_by: str | None = None
     judge_labels: Path | None = None
+    # Qdrant (issue 18): a server URL or a local-mode path (a folder or ":memory:")
+    qdrant_url: str | None = None
+    qdrant_path: str | None = None
+    collection: str | None = None
+    max_docs: int | None = None
+    timeout_s: float = 60.0
+    retries: int = 4
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -87,6 +94,10 @@ class RagbenchConfig:
             "gate_min_n": self.gate_min_n,
             "cluster_by": self.cluster_by,
             "judge_labels": str(self.judge_labels) if self.judge_labels else None,
+            "qdrant_url": mask_url(self.qdrant_url),
+            "qdrant_path": self.qdrant_path,
+            "collection": self.collection,
+            "max_docs": self.max_docs,
         }
 
 
@@ -258,4 +269,19 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         gate_min_n=_int("ragbench_gate_min_n", config.getini("ragbench_gate_min_n") or 5),
         cluster_by=str(config.getini("ragbench_cluster_by") or "").strip() or None,
         judge_labels=_optional_path_option(config, "ragbench_judge_labels"),
+        **_qdrant_settings(config),
     )
+
+
+def _qdrant_settings(config: pytest.Config) -> dict[str, Any]:
+    """``--ragbench-qdrant-url``/``-path``, ``--ragbench-collection``, ``--ragbench-max-docs``."""
+    url = options.value(config, "ragbench_qdrant_url") or None
+    path = options.value(config, "ragbench_qdrant_path") or None
+    if url and path:
+        raise ConfigError("give --ragbench-qdrant-url or --ragbench-qdrant-path, not both")
+    if path and path != ":memory:":
+        path = str(_path_option(config, "ragbench_qdrant_path"))
+    max_docs = options.value(config, "ragbench_max_docs")
+    return {"qdrant_url": url, "qdrant_path": path,
+            "collection": options.value(config, "ragbench_collection") or None,
+            "max_docs": _int("--ragbench-max-docs", max_docs) if max_docs else None}

@@ -63,6 +63,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("--ragbench-judge-labels", "human labels to calibrate metrics against: JSONL lines "
            '{"id", "metric", "score"} (optional "kind", "system"); prediction-powered '
            "intervals of the human mean"),
+    # Qdrant retriever, collection reuse and --max_docs (seed 001, issue 18)
+    Option("--ragbench-qdrant-url", "Qdrant server for the retriever, BEIR and memory stores "
+           "(API key from env RAGBENCH_QDRANT_API_KEY)"),
+    Option("--ragbench-qdrant-path", "Qdrant in process (qdrant-client local mode): a folder, "
+           "or :memory:"),
+    Option("--ragbench-collection", "Qdrant collection to build if missing and reuse "
+           "(default: named after the corpus and the embedder)"),
+    Option("--ragbench-max-docs", "index only the first N documents of each corpus "
+           "(BEIR judgments of the others are dropped)"),
 )
 
 # Ini-only keys (no flag).

@@ -64,7 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # a test path: one outside the project moves the rootdir and loses pyproject.toml.
 # ``--ragbench-cache=DIR`` is read correctly.
 SPACED_PATH_FLAGS = ("--ragbench-cache", "--ragbench-report", "--ragbench-compare",
-                     "--ragbench-judge-labels")
+                     "--ragbench-judge-labels", "--ragbench-qdrant-path")
 
 
 def _warn_about_spaced_path_values(config: pytest.Config) -> None:

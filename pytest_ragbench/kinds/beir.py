@@ -1,8 +1,10 @@
 """``beir[<dataset>/<query-id>]``: one judged query of a BEIR folder, scored like trec_eval.
 
-Per dataset and session (and system), once: the corpus is read, a retriever is built and
-indexed on it (``ragbench_beir_retriever_factory``, whose default persists its index in the
-cache; with --ragbench-systems the named system's ``retriever.for_corpus``), the queries of
+Per dataset and session (and system), once: the corpus is read (with
+``--ragbench-max-docs N`` its first N documents, and only the judgments of those count),
+a retriever is built and indexed on it (``ragbench_beir_retriever_factory``, whose default
+persists its index in the cache; with --ragbench-systems the named system's
+``retriever.for_corpus``), the queries of
 every selected item of the dataset are retrieved in one batch (top 100), and one
 pytrec_eval evaluator is built on their qrels. Each item then scores its own ranking:
 nDCG@10, R@10, R@100 and MRR (reciprocal rank; its mean over the items is the MRR).
@@ -46,6 +48,8 @@ class DatasetRun:
     seconds_retrieve: float
     corpus_errors: list[CaseError] = field(default_factory=list)
     warned: bool = False
+    kept: frozenset[str] | None = None  # with --ragbench-max-docs: the ids indexed
+    max_docs_note: str = ""
 
 
 @dataclass
@@ -65,14 +69,17 @@ def run(case: BeirCase, context: RunContext) -> Outcome:
     from pytest_ragbench.metrics.ir import trec_order
 
     dataset = dataset_run(case, context)
+    qrels = restricted(case, dataset)
     ranking = dataset.rankings.get(case.query_id)
     if ranking is None:  # not part of the batch (asked for directly): retrieve it alone
         found = _retrieve(dataset.retriever, [case])
         ranking = found[case.query_id]
     metrics: dict[str, float] = {}
     unscored: dict[str, str] = {}
-    if max(case.qrels.values()) < 1:
+    if not qrels or max(qrels.values()) < 1:
         reason = "no relevant document is judged for this query (every grade is below 1)"
+        if dataset.kept is not None and qrels != case.qrels:
+            reason = f"no relevant document among the documents indexed ({dataset.max_docs_note})"
         unscored = dict.fromkeys(ITEM_MEASURES, reason)
     else:
         for name, value in dataset.evaluator.score_query(case.query_id, dict(ranking)).items():
@@ -81,22 +88,26 @@ def run(case: BeirCase, context: RunContext) -> Outcome:
             else:
                 metrics[name] = float(value)
     warnings = []
-    if dataset.corpus_errors and not dataset.warned:  # once per dataset and session
-        dataset.warned = True
-        first = dataset.corpus_errors[0]
-        warnings.append(f"{len(dataset.corpus_errors)} corpus line(s) skipped; first: {first}")
+    if (dataset.corpus_errors or dataset.max_docs_note) and not dataset.warned:
+        dataset.warned = True  # once per dataset and session
+        if dataset.corpus_errors:
+            first = dataset.corpus_errors[0]
+            warnings.append(f"{len(dataset.corpus_errors)} corpus line(s) skipped; "
+                            f"first: {first}")
+        if dataset.max_docs_note:
+            warnings.append(dataset.max_docs_note)
     ordered = trec_order(dict(ranking))
     return Outcome(
         metrics=metrics, unscored=unscored, warnings=warnings,
         evidence={
             "query": case.query,
-            "expected": _expected(case.qrels),
-            "got": _got(ordered, case.qrels),
+            "expected": _expected(qrels),
+            "got": _got(ordered, qrels),
             "retriever": dataset.description,
             "query_id": case.query_id,
             "split": case.split,
             "ranking": [[doc, score] for doc, score in ordered],
-            "qrels": dict(case.qrels),
+            "qrels": dict(qrels),
         },
         summary=_summary(metrics),
     )
@@ -129,17 +140,39 @@ def _build(case: BeirCase, context: RunContext) -> DatasetRun:
     build_retriever = _retriever_builder(case, context)  # may skip: check before reading
     errors: list[CaseError] = []
     documents = read_documents(Path(case.folder) / "corpus.jsonl", errors)
+    kept, note = None, ""
+    max_docs = context.config.max_docs
+    if max_docs and len(documents) > max_docs:  # seed 001's --max_docs
+        kept = frozenset(d.id for d in documents[:max_docs])
+        batch = _batch(case, context)
+        judged = sum(len(c.qrels) for c in batch)
+        dropped = sum(1 for c in batch for d in c.qrels if d not in kept)
+        note = (f"--ragbench-max-docs {max_docs}: indexed the first {max_docs} of "
+                f"{len(documents)} documents; {dropped} of {judged} judgments name other "
+                "documents and were dropped")
+        documents = documents[:max_docs]
     started = time.perf_counter()
     retriever = build_retriever(documents)
     indexed = time.perf_counter()
     batch = _batch(case, context)
     rankings = _retrieve(retriever, batch)
     done = time.perf_counter()
-    evaluator = IREvaluator({c.query_id: c.qrels for c in batch}, ITEM_MEASURES)
+    qrels = {c.query_id: {d: g for d, g in c.qrels.items() if kept is None or d in kept}
+             for c in batch}
+    evaluator = IREvaluator({q: r for q, r in qrels.items() if r}, ITEM_MEASURES)
     describe = getattr(retriever, "describe", None)
     description = str(describe()) if callable(describe) else repr(retriever)
+    if note:
+        description += f" ({note})"
     return DatasetRun(retriever, description, len(documents), rankings, evaluator,
-                      indexed - started, done - indexed, errors)
+                      indexed - started, done - indexed, errors, kept=kept, max_docs_note=note)
+
+
+def restricted(case: BeirCase, dataset: DatasetRun) -> dict[str, int]:
+    """The query's judgments of the documents that were indexed (all without max-docs)."""
+    if dataset.kept is None:
+        return dict(case.qrels)
+    return {d: g for d, g in case.qrels.items() if d in dataset.kept}
 
 
 def read_documents(path: Path, errors: list[CaseError]) -> list[Any]:

@@ -30,6 +30,7 @@ with the ``pytest_ragbench_systems`` hook in a conftest.py at the rootdir or a p
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import re
@@ -122,10 +123,14 @@ def ragbench_embedder(request: pytest.FixtureRequest, ragbench_cache: Caches) ->
 
 @pytest.fixture(scope="session")
 def ragbench_corpus(ragbench_config: RagbenchConfig) -> list[Document]:
-    """Documents from ini ``ragbench_corpus`` (default: ``corpus/`` folders beside the cases)."""
+    """Documents from ini ``ragbench_corpus`` (default: ``corpus/`` folders beside the cases).
+
+    With ``--ragbench-max-docs N``, the first N of them.
+    """
     from pytest_ragbench.system.corpus import load_corpus
 
-    return load_corpus(ragbench_config.corpus_paths)
+    documents = load_corpus(ragbench_config.corpus_paths)
+    return documents[:ragbench_config.max_docs] if ragbench_config.max_docs else documents
 
 
 @pytest.fixture(scope="session")
@@ -138,12 +143,24 @@ def ragbench_retriever(request: pytest.FixtureRequest, ragbench_embedder: Embedd
     if not ragbench_corpus:
         warnings.warn("the default retriever has no documents: set the ini key ragbench_corpus "
                       "or put a corpus/ folder beside the cases", CorpusWarning, stacklevel=2)
-    index_type = index_type_for(ragbench_corpus)
-    retriever: Retriever = default_retriever(ragbench_embedder, index_type=index_type,
-                                             index_dir=ragbench_cache.index_dir)
-    index_with_progress(request.config, retriever, ragbench_corpus, ragbench_embedder)
+    if _qdrant_configured(request):  # --ragbench-qdrant-url/-path: Qdrant's hybrid
+        from pytest_ragbench.system.qdrant_fixtures import qdrant_retriever
+
+        retriever: Retriever = qdrant_retriever(request, ragbench_corpus)
+    else:
+        index_type = index_type_for(ragbench_corpus)
+        retriever = default_retriever(ragbench_embedder, index_type=index_type,
+                                      index_dir=ragbench_cache.index_dir)
+        index_with_progress(request.config, retriever, ragbench_corpus, ragbench_embedder)
     _record(request, "retriever", retriever)
     return retriever
+
+
+def _qdrant_configured(request: pytest.FixtureRequest) -> bool:
+    from pytest_ragbench.plugin import get_config
+
+    settings = get_config(request.config)
+    return bool(settings.qdrant_url or settings.qdrant_path)
 
 
 def index_with_progress(config: pytest.Config, retriever: Any, documents: Sequence[Document],
@@ -186,6 +203,11 @@ def ragbench_beir_retriever_factory(request: pytest.FixtureRequest, ragbench_emb
     from pytest_ragbench.system.retrievers import default_retriever
 
     def build(dataset: str, documents: Sequence[Document]) -> Retriever:
+        if _qdrant_configured(request):  # --ragbench-qdrant-url/-path: Qdrant's hybrid
+            from pytest_ragbench.system.qdrant_fixtures import qdrant_retriever
+
+            built: Retriever = qdrant_retriever(request, documents)
+            return built
         index_type = index_type_for(documents)
         retriever: Retriever = default_retriever(ragbench_embedder, index_type=index_type,
                                                  index_dir=ragbench_cache.index_dir)
@@ -196,11 +218,19 @@ def ragbench_beir_retriever_factory(request: pytest.FixtureRequest, ragbench_emb
 
 
 @pytest.fixture
-def ragbench_memory(ragbench_embedder: Embedder) -> Any:
-    """A fresh, empty memory store (seed 004) for each test."""
+def ragbench_memory(request: pytest.FixtureRequest, ragbench_embedder: Embedder) -> Iterator[Any]:
+    """A fresh, empty memory store (seed 004) for each test (in Qdrant when pointed at it)."""
+    if _qdrant_configured(request):
+        from pytest_ragbench.system.qdrant_fixtures import qdrant_memory
+
+        store = qdrant_memory(request, ragbench_embedder)
+        yield store
+        with contextlib.suppress(Exception):  # a server gone away: its items said so
+            store.close()
+        return
     from pytest_ragbench.system.memory import EmbeddingMemoryStore
 
-    return EmbeddingMemoryStore(ragbench_embedder)
+    yield EmbeddingMemoryStore(ragbench_embedder)
 
 
 @pytest.fixture(scope="session")
@@ -370,6 +400,9 @@ BUILTIN_SYSTEMS = {
     "dense": "the embedded system with a dense retriever (FAISS)",
     "bm25": "the embedded system with a BM25 retriever (bm25s)",
     "hybrid": "the embedded system with the hybrid retriever (dense + BM25, RRF)",
+    "qdrant": "the embedded system on Qdrant: dense + BM25 sparse vectors, RRF in the engine",
+    "qdrant_dense": "the embedded system on Qdrant's dense vectors (exact search)",
+    "qdrant_bm25": "the embedded system on Qdrant's BM25 sparse vectors (IDF in the engine)",
     "default": "ragbench_system (the embedded system, or your override of it)",
 }
 # A name becomes part of node ids (``vector[<system>-<id>]``): no '-', '[', ']' or spaces.
@@ -523,7 +556,7 @@ _BUILTIN_RETRIEVERS = pytest.StashKey[dict[str, Any]]()
 
 
 def builtin_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
-    """The ``dense``, ``bm25`` or ``hybrid`` retriever on ``ragbench_corpus``, once a session.
+    """The ``dense``, ``bm25``, ``hybrid`` or ``qdrant*`` retriever on ``ragbench_corpus``, once.
 
     ``hybrid`` fuses the very ``dense`` and ``bm25`` retrievers of the other two built-in
     systems, so the corpus is embedded and indexed once for all three.
@@ -538,6 +571,10 @@ def _build_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
     from pytest_ragbench.system import retrievers
 
     corpus: list[Document] = request.getfixturevalue("ragbench_corpus")
+    if kind.startswith("qdrant"):  # Qdrant at --ragbench-qdrant-url/-path, else in memory
+        from pytest_ragbench.system.qdrant_fixtures import MODES, qdrant_retriever
+
+        return qdrant_retriever(request, corpus, MODES[kind])
     index_dir = request.getfixturevalue("ragbench_cache").index_dir
     embedder = None
     if kind == "hybrid":
