@@ -38,7 +38,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--ragbench-judge-url", "base URL of an OpenAI-compatible judge "
            "(API key from env RAGBENCH_JUDGE_API_KEY)"),
     Option("--ragbench-judge-model", "model name for the OpenAI-compatible judge"),
-    Option("--ragbench-concurrency", "parallel model calls (default 8)", default="8"),
+    Option("--ragbench-concurrency", "parallel model calls (default 8; env RAGCSV_CONCURRENCY)"),
     Option("--ragbench-cache", "embedding/LLM cache directory (default .ragbench_cache)",
            default=".ragbench_cache"),
     Option("--ragbench-no-cache", "do not read or write the embedding/LLM cache",
@@ -59,6 +59,11 @@ OPTIONS: tuple[Option, ...] = (
            "(e.g. typos,case,injection; default all)"),
     Option("--ragbench-robustness-examples", "perturbed examples per case (default 10)",
            default="10"),
+    # seed 003's knobs (issue 20); each also read from its RAGCSV_* environment variable
+    Option("--ragbench-limit", "evaluate only the first N cases of each case file "
+           "(env RAGCSV_LIMIT)"),
+    Option("--ragbench-max-tokens", "the generator's answer cap in tokens (default 128; 512 "
+           "for RAGCSV rows; env RAGCSV_MAX_TOKENS)"),
 )
 
 # Ini-only keys (no flag).
