@@ -304,7 +304,7 @@ def test_a_follow_up_without_its_history_is_not_answered(
     result = run(pytester, server, "-k", "followup_mvp")
     result.assert_outcomes(failed=1)  # a false refusal fails its item by default
     section = failure_section(result.stdout.str(), "vector: followup_mvp")
-    assert "the answer declines ('I don't know') a question the documents answer" in section
+    assert 'the answer declines ("I don\'t know") a question the documents answer' in section
     assert "answered = 0, needs >= 1" in section
     mvp = records(pytester)["followup_mvp"]
     assert mvp["metrics"]["answered"] == 0.0

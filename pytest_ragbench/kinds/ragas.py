@@ -113,6 +113,10 @@ class Models:
         except pytest.skip.Exception as exc:
             self.generator, self.no_generator_reason = None, str(exc.msg)
         self.generator_resolved = True
+        if self.generator is not None:
+            from pytest_ragbench.system.checks import require
+
+            require(context.request, "ragbench_llm", self.generator)
 
 
 AskSystem = Callable[[], Awaitable[Answer]]

@@ -136,7 +136,8 @@ def run(case: RagcsvCase, context: RunContext) -> Outcome:
     if replies.grade is not None:
         usage["judge"] = call_usage(replies.grade)
     # An empty answer fails the item whatever the thresholds: the answerer is broken.
-    errors = [] if answer else [f"{answerer.label} returned an empty answer"]
+    who = "the generator" if answerer.system is None else "the system's answer_from"
+    errors = [] if answer else [f"{who} returned an empty answer"]
     return Outcome(metrics=metrics, unscored=unscored, errors=errors, evidence=evidence,
                    usage=usage, system_independent=answerer.system is None
                    and context.system_name is not None)

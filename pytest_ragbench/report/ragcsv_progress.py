@@ -109,7 +109,7 @@ class RagcsvProgress:
         if tally.done % step == 0 or tally.done == tally.total:
             system = record.get("system")
             prefix = f"{KIND}[{system}]" if system else KIND
-            writer.ensure_newline()
+            _new_line(writer)
             writer.write_line(f"{prefix} {tally.line(time.monotonic() - self.started)}")
 
     def _debug(self, writer: Any, record: dict[str, Any]) -> None:
@@ -127,6 +127,13 @@ class RagcsvProgress:
                  "--- prompt ---", str(evidence["prompt"]), "--- answer ---",
                  str(evidence.get("got", "")), "--- grade ---",
                  f"accuracy {shown} ({evidence.get('accuracy_method', '')}){reply}"]
-        writer.ensure_newline()
+        _new_line(writer)
         for line in lines:
             writer.write_line(line)
+
+
+def _new_line(writer: Any) -> None:
+    """Start a line of our own, also after ``-q``'s dots (which the reporter does not track)."""
+    writer.ensure_newline()
+    if getattr(getattr(writer, "_tw", None), "width_of_current_line", 0):
+        writer.write("\n")
