@@ -3,7 +3,8 @@
 The components are the README's own examples ("Interfaces"), written into each test project
 as ``components.py``; the user's application is a conftest.py class that logs every call
 to ``calls.log`` (appended by every process, so the counts hold under xdist too). Sessions
-with ragas items run in a subprocess: pyarrow (under ragas) cannot be imported twice.
+that import ragas (ragas items, and vector items for ragas's ID-based context metrics) run
+in a subprocess: pyarrow (under ragas) cannot be imported twice in one process.
 """
 
 from __future__ import annotations
@@ -339,7 +340,7 @@ def test_an_overridden_retriever_with_index_is_indexed_with_the_corpus(
     (pytester.path / "test_cases" / "vector.yaml").write_text(vector_cases(
         ("tower", "Where is the Eiffel Tower?", "In Paris.", "paris.md"),
         ("colosseum", "Where is the Colosseum?", "In Rome.", "rome.md")))
-    result = pytester.runpytest("--ragbench", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
     assert (pytester.path / "indexed.log").read_text().split() == ["2"]  # once, both documents
     found = items(pytester)

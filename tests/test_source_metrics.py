@@ -126,7 +126,8 @@ def test_a_system_returning_four_contexts_is_scored_at_four(pytester: pytest.Pyt
     pytester.makeconftest(FOUR)
     pytester.mkdir("test_cases")
     (pytester.path / "test_cases" / "vector.yaml").write_text(CASES)
-    result = pytester.runpytest("--ragbench", "-p", "no:cacheprovider", "-rN")
+    # a subprocess: the session imports ragas, which cannot be imported twice in one process
+    result = pytester.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider", "-rN")
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(["*no expected source in the top 4*",
                                  "source_hit@4 = 0, needs >= 1*"])
@@ -141,4 +142,5 @@ def test_a_system_returning_four_contexts_is_scored_at_four(pytester: pytest.Pyt
 
     (pytester.path / "test_cases" / "ragbench.toml").write_text(
         '[thresholds]\n"vector.answered" = 0\n"vector.source_hit@k" = 0\n')
-    pytester.runpytest("--ragbench", "-p", "no:cacheprovider").assert_outcomes(passed=3)
+    pytester.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider").assert_outcomes(
+        passed=3)
