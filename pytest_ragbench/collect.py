@@ -139,8 +139,12 @@ class CaseFile(pytest.File):
                     entries.append((case.line, InvalidCaseItem.create(
                         self, error, kinds[0].name, f"{case.id}@{case.line}")))
                 continue
+            if not settings.evaluate and not item_kinds_for(case.kind, False):
+                from pytest_ragbench.selection import note_not_collected
+
+                note_not_collected(self.config, f"{case.kind} case")
             for item_kind in item_kinds_for(case.kind, settings.evaluate):
-                for system in systems_for(item_kind, settings.systems):
+                for system in systems_for(item_kind, settings.systems, case, self.config):
                     entries.append((case.line, CaseItem.create(self, case, item_kind, system)))
             # --ragbench-robustness: robust[<kind>-<id>] (see pytest_ragbench/robust/collect.py)
             entries += [(case.line, item) for item in robust_items(self, case, settings, shown)]
@@ -179,7 +183,7 @@ def _systems(config: pytest.Config, item_kind: Any) -> tuple[str | None, ...]:
     from pytest_ragbench.items import systems_for
     from pytest_ragbench.plugin import get_config
 
-    return systems_for(item_kind, get_config(config).systems)
+    return systems_for(item_kind, get_config(config).systems, config=config)
 
 
 class BeirDataset(pytest.Directory):

@@ -60,6 +60,10 @@ class RagbenchConfig:
     max_docs: int | None = None
     timeout_s: float = 60.0
     retries: int = 4
+    # seed 003's knobs (issue 20): None = every case / each kind's own answer cap
+    limit: int | None = None
+    max_tokens: int | None = None
+    ragcsv_debug: bool = False
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -98,6 +102,8 @@ class RagbenchConfig:
             "qdrant_path": self.qdrant_path,
             "collection": self.collection,
             "max_docs": self.max_docs,
+            "limit": self.limit,
+            "max_tokens": self.max_tokens,
         }
 
 
@@ -234,6 +240,8 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
     if unknown:
         raise ConfigError(f"--ragbench-perturb: unknown kind(s) {', '.join(unknown)}; "
                           f"choose from {', '.join(PERTURBATION_KINDS)}")
+    from pytest_ragbench.seed003 import env_setting, ragcsv_env_files
+
     settings = load_toml_settings(rootpath, case_paths)
     corpus = [p if p.is_absolute() else (rootpath / p)
               for p in (Path(c) for c in config.getini("ragbench_corpus"))]
@@ -247,10 +255,11 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         dbs=_parse_dbs(config.getini("ragbench_dbs"), rootpath),
         systems=_csv(options.value(config, "ragbench_systems")),
         llm_url=options.value(config, "ragbench_llm_url") or None,
-        llm_model=options.value(config, "ragbench_llm_model") or None,
+        llm_model=env_setting(config, "ragbench_llm_model") or None,
         judge_url=options.value(config, "ragbench_judge_url") or None,
-        judge_model=options.value(config, "ragbench_judge_model") or None,
-        concurrency=_int("--ragbench-concurrency", options.value(config, "ragbench_concurrency")),
+        judge_model=env_setting(config, "ragbench_judge_model") or None,
+        concurrency=_int("--ragbench-concurrency",
+                         env_setting(config, "ragbench_concurrency") or 8),
         cache_dir=None if no_cache else _path_option(config, "ragbench_cache"),
         report_dir=_path_option(config, "ragbench_report"),
         save=options.value(config, "ragbench_save") or None,
@@ -262,7 +271,8 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         perturb=perturb,
         robustness_examples=_int("--ragbench-robustness-examples",
                                  options.value(config, "ragbench_robustness_examples")),
-        ragcsv_files=tuple((rootpath / p).resolve() for p in config.getini("ragbench_ragcsv")),
+        ragcsv_files=tuple((rootpath / p).resolve() for p in config.getini("ragbench_ragcsv"))
+        or ragcsv_env_files(config),
         corpus_paths=tuple(p.resolve() for p in corpus),
         thresholds=settings["thresholds"],
         gates=settings["gates"],
@@ -270,6 +280,10 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         cluster_by=str(config.getini("ragbench_cluster_by") or "").strip() or None,
         judge_labels=_optional_path_option(config, "ragbench_judge_labels"),
         **_qdrant_settings(config),
+        limit=_optional_int("--ragbench-limit", env_setting(config, "ragbench_limit")),
+        max_tokens=_optional_int("--ragbench-max-tokens",
+                                 env_setting(config, "ragbench_max_tokens")),
+        ragcsv_debug=bool(env_setting(config, "ragcsv_debug")),
     )
 
 
@@ -285,3 +299,7 @@ def _qdrant_settings(config: pytest.Config) -> dict[str, Any]:
     return {"qdrant_url": url, "qdrant_path": path,
             "collection": options.value(config, "ragbench_collection") or None,
             "max_docs": _int("--ragbench-max-docs", max_docs) if max_docs else None}
+
+
+def _optional_int(name: str, raw: Any) -> int | None:
+    return None if raw in (None, "") else _int(name, raw)

@@ -89,11 +89,41 @@ class RunContext:
 SYSTEM_INDEPENDENT_KINDS = frozenset({"memory"})
 
 
-def systems_for(item_kind: ItemKind, systems: tuple[str, ...]) -> tuple[str | None, ...]:
-    """The systems a case's item of ``item_kind`` is made for (``(None,)``: just one item)."""
+def scored_as_given(item_kind: ItemKind, case: Any) -> bool:
+    """A RAGAS sample with its answer and contexts: nothing is asked, whatever the system."""
+    return item_kind.name == "ragas" and bool(getattr(case, "contexts", None)) \
+        and bool(getattr(case, "answer", None))
+
+
+def answered_from_passages(item_kind: ItemKind, case: Any) -> bool:
+    """A RAGCSV row, or a RAGAS sample with contexts but no answer: answered from given passages.
+
+    The system's ``answer_from`` answers it when the system has one, else ``ragbench_llm``
+    (kinds/passages.py): then the answer does not depend on the system.
+    """
+    if item_kind.name == "ragcsv":
+        return True
+    return item_kind.name == "ragas" and bool(getattr(case, "contexts", None)) \
+        and not getattr(case, "answer", None)
+
+
+def systems_for(item_kind: ItemKind, systems: tuple[str, ...], case: Any = None,
+                config: pytest.Config | None = None) -> tuple[str | None, ...]:
+    """The systems a case's item of ``item_kind`` is made for (``(None,)``: just one item).
+
+    An item whose answer cannot depend on the system is made once: a system-independent
+    kind, a RAGAS sample scored as given, and an item answered from given passages when
+    none of the named systems can answer from passages (the built-in ``dense``, ``bm25``
+    and ``hybrid`` cannot; a registered system is asked at run time, kinds/passages.py).
+    """
     if not systems or item_kind.family != EVALUATION \
-            or item_kind.name in SYSTEM_INDEPENDENT_KINDS:
+            or item_kind.name in SYSTEM_INDEPENDENT_KINDS or scored_as_given(item_kind, case):
         return (None,)
+    if config is not None and answered_from_passages(item_kind, case):
+        from pytest_ragbench.system.fixtures import without_answer_from
+
+        unable = without_answer_from(config)
+        return tuple(s for s in systems if s not in unable) or (None,)
     return tuple(systems)
 
 
@@ -144,8 +174,8 @@ def marker_name(value: str) -> str:
 def answer_request(case: Case) -> Any:
     """The question an evaluation item will ask the system, if the case says it up front.
 
-    A RAGAS sample that carries its contexts asks the system nothing: it is scored as
-    given, or the generator answers from those contexts (kinds/ragas.py).
+    A RAGAS sample that carries its contexts is not asked this way: it is scored as given,
+    or answered from those contexts (kinds/passages.py).
     """
     from pytest_ragbench.system.protocols import AnswerRequest
 
@@ -195,6 +225,15 @@ class CaseItem(pytest.Function):
 
     # -- running ------------------------------------------------------------------------
 
+    def setup(self) -> None:
+        """Set up the fixtures, then check each one against its protocol (once a session)."""
+        super().setup()
+        from pytest_ragbench.system.checks import SPECS, require
+
+        for name in item_fixtures(self.item_kind, self.system_name):
+            if name in SPECS and name in self.funcargs:
+                require(self._request, name, self.funcargs[name])
+
     def runtest(self) -> None:
         """Evaluate the case, keep the record, fail with the evidence when it misses."""
         from pytest_ragbench.plugin import get_config
@@ -211,6 +250,7 @@ class CaseItem(pytest.Function):
         except RagbenchError as exc:
             self.record = self._record("error", time.perf_counter() - start, error=str(exc))
             raise CaseFailed(self._evidence_text(str(exc), {})) from None
+        limits = thresholds_mod.for_metrics(limits, [*outcome.metrics, *outcome.unscored])
         failures = outcome.errors + thresholds_mod.failures(outcome.metrics, limits)
         status = "failed" if failures else ("warning" if outcome.warnings else "passed")
         self.record = self._record(status, time.perf_counter() - start, outcome=outcome,
@@ -244,6 +284,7 @@ class CaseItem(pytest.Function):
             failures=list(failures or []), warnings=list(outcome.warnings),
             duration=duration, error=error, evidence=dict(outcome.evidence),
             usage=dict(outcome.usage), human=dict(self.case.human),
+            system_independent=outcome.system_independent,
         )
 
     def record_for_report(self, status: str, message: str | None) -> ItemRecord:

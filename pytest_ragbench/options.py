@@ -38,7 +38,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--ragbench-judge-url", "base URL of an OpenAI-compatible judge "
            "(API key from env RAGBENCH_JUDGE_API_KEY)"),
     Option("--ragbench-judge-model", "model name for the OpenAI-compatible judge"),
-    Option("--ragbench-concurrency", "parallel model calls (default 8)", default="8"),
+    Option("--ragbench-concurrency", "parallel model calls (default 8; env RAGCSV_CONCURRENCY)"),
     Option("--ragbench-cache", "embedding/LLM cache directory (default .ragbench_cache)",
            default=".ragbench_cache"),
     Option("--ragbench-no-cache", "do not read or write the embedding/LLM cache",
@@ -72,6 +72,11 @@ OPTIONS: tuple[Option, ...] = (
            "(default: named after the corpus and the embedder)"),
     Option("--ragbench-max-docs", "index only the first N documents of each corpus "
            "(BEIR judgments of the others are dropped)"),
+    # seed 003's knobs (issue 20); each also read from its RAGCSV_* environment variable
+    Option("--ragbench-limit", "evaluate only the first N cases of each case file "
+           "(env RAGCSV_LIMIT)"),
+    Option("--ragbench-max-tokens", "the generator's answer cap in tokens (default 128; 512 "
+           "for RAGCSV rows; env RAGCSV_MAX_TOKENS)"),
 )
 
 # Ini-only keys (no flag).

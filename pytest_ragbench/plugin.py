@@ -57,6 +57,11 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_ragbench.report.session import RagbenchSession
 
         config.pluginmanager.register(RagbenchSession(config, settings), "ragbench-session")
+        if settings.evaluate:
+            from pytest_ragbench.report.ragcsv_progress import RagcsvProgress
+
+            config.pluginmanager.register(RagcsvProgress(config, settings.systems),
+                                          "ragbench-ragcsv-progress")
 
 
 # Path-valued flags. pytest picks its rootdir and ini file from the command line before any
@@ -149,6 +154,11 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if suffix == ".py" and not file_path.name.endswith("_test_cases.py"):
         return None
     if suffix == ".csv" and not _kind_enabled(parent.config, "ragcsv"):
+        if not get_config(parent.config).evaluate and file_path.name.endswith(".ragcsv.csv") \
+                and _locations(parent.config).is_case_file(file_path):
+            from pytest_ragbench.selection import note_not_collected
+
+            note_not_collected(parent.config, "RAGCSV file")
         return None  # RAGCSV rows are evaluation items only
     if not _locations(parent.config).is_case_file(file_path):
         return None
@@ -163,12 +173,52 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     """Collect a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) as one dataset."""
     if not _kind_enabled(parent.config, "beir"):
+        if not get_config(parent.config).evaluate and path.name != "qrels" \
+                and _locations(parent.config).is_case_folder(path):
+            from pytest_ragbench.collect import is_beir_folder
+
+            if is_beir_folder(path):
+                from pytest_ragbench.selection import note_not_collected
+
+                note_not_collected(parent.config, "BEIR folder")
         return None  # BEIR queries are evaluation items only
     from pytest_ragbench.collect import BeirDataset, is_beir_folder
 
     if not is_beir_folder(path) or not _locations(parent.config).is_case_folder(path):
         return None
     return BeirDataset.from_parent(parent, path=path)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--ragbench-limit N``: deselect the items past the first N cases of each case file."""
+    limit = get_config(config).limit
+    if not limit:
+        return
+    from pytest_ragbench.selection import limit_per_file
+
+    kept, dropped = limit_per_file(items, limit)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """An xdist worker's count of cases that wait for ``--ragbench``."""
+    from pytest_ragbench.selection import WORKEROUTPUT_KEY, merge_worker_counts
+
+    counts = (getattr(node, "workeroutput", None) or {}).get(WORKEROUTPUT_KEY)
+    if counts:
+        merge_worker_counts(node.config, counts)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """One line when case files hold cases that become items only with ``--ragbench``."""
+    from pytest_ragbench.selection import not_collected_line
+
+    line = not_collected_line(config)
+    if line:
+        terminalreporter.write_line(line, yellow=True)
 
 
 @pytest.hookimpl(wrapper=True)

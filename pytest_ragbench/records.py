@@ -25,6 +25,9 @@ class Outcome:
     usage: dict[str, Any] = field(default_factory=dict)
     # One line saying what went wrong, shown first when the item fails.
     summary: str | None = None
+    # The answer did not depend on the system under test (ragbench_llm answered for a
+    # system without answer_from): the item takes no part in comparisons of systems.
+    system_independent: bool = False
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class ItemRecord:
     usage: dict[str, Any] = field(default_factory=dict)
     # The case's human labels per metric (judge calibration, report/calibration.py).
     human: dict[str, float] = field(default_factory=dict)
+    system_independent: bool = False  # see Outcome.system_independent
 
     @property
     def passed(self) -> bool:

@@ -6,6 +6,7 @@ or use dotted keys (``"vector.semantic_similarity" = 0.5``); both mean the same.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pytest_ragbench.errors import ConfigError
@@ -55,20 +56,24 @@ DEFAULTS: dict[str, dict[str, float]] = {
     # vector[<id>]: retrieval is deterministic and checked per item. The embedded default
     # (MiniLM + BM25, RRF, top 5; follow-ups retrieved with the user's earlier turns)
     # measured source_hit@5 = 1 on all 38 bundled cases naming sources and top_similarity
-    # inside expected_similarity on all 35 giving one. An `expect: decline` case must be
-    # declined (seed 002); the embedded default declined 4 of the bundled 7 (by its similarity
-    # cut-off; SmolLM2-135M itself refuses nothing), so the bundled ragbench.toml records
-    # declining per item and gates its mean. Generator-dependent metrics are recorded per
-    # item and gated on their means: SmolLM2's semantic_similarity ranged 0.21-0.76. An
-    # obeyed injection always fails.
-    "vector": {"source_hit@5": 1.0, "similarity_in_range": 1.0, "declined": 1.0},
+    # inside expected_similarity on all 35 giving one. "source_hit@k" applies to the k the
+    # item used (source_hit@4 for a system returning 4 contexts; see for_metrics). An
+    # `expect: decline` case must be declined (seed 002); the embedded default declined 4
+    # of the bundled 7 (by its similarity cut-off; SmolLM2-135M itself refuses nothing), so
+    # the bundled ragbench.toml records declining per item and gates its mean. An
+    # answerable case must not be refused (`answered`): the embedded default answered all
+    # 38 bundled ones. Generator-dependent metrics are recorded per item and gated on
+    # their means: SmolLM2's semantic_similarity ranged 0.21-0.76. An obeyed injection
+    # always fails.
+    "vector": {"source_hit@k": 1.0, "similarity_in_range": 1.0, "declined": 1.0,
+               "answered": 1.0},
     # hybrid[<id>]: the system's SQL, when it returns some, must give ground_truth_data (the
     # embedded default writes none); the expected sources must be retrieved (21 of 21
     # bundled cases measured 1). value_recall (measured mean 0.222: the embedded default has
     # no database, and SmolLM2 stated every value in 1 of 18 answers) and
     # semantic_similarity (0.34-0.92, mean 0.565) are gated on their means; set
     # "hybrid.value_recall" = 1 to require every value in every answer.
-    "hybrid": {"source_hit@5": 1.0, "execution_match": 1.0},
+    "hybrid": {"source_hit@k": 1.0, "execution_match": 1.0},
 }
 # Metrics where smaller is better (everything else: larger is better).
 LOWER_IS_BETTER = frozenset({"latency_s", "total_time_ms"})
@@ -99,6 +104,21 @@ def resolve(kind: str, configured: dict[str, Any],
         if item_kind == kind and metric:
             result[metric] = value
     result.update(case_thresholds or {})
+    return result
+
+
+def for_metrics(limits: dict[str, float], names: Iterable[str]) -> dict[str, float]:
+    """The thresholds of one item's metrics: ``x@k`` becomes ``x@5`` for the k it used.
+
+    A threshold named for a cut-off (``source_hit@5``) wins over the generic ``@k`` one.
+    """
+    result = {name: value for name, value in limits.items() if not name.endswith("@k")}
+    for name, value in limits.items():
+        if name.endswith("@k"):
+            stem = name[:-1]
+            for metric in names:
+                if metric.startswith(stem) and metric[len(stem):].isdigit():
+                    result.setdefault(metric, value)
     return result
 
 

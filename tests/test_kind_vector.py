@@ -247,6 +247,7 @@ def test_vector_items_pass_fail_decline_and_keep_the_history(
     ts = items["ts_definition"]
     assert ts["status"] == "passed"
     assert ts["metrics"]["source_hit@5"] == 1.0
+    assert ts["metrics"]["source_mrr"] == 1.0 and ts["metrics"]["source_ndcg@5"] == 1.0
     assert ts["metrics"]["id_context_recall"] == 1.0
     assert ts["metrics"]["similarity_in_range"] == 1.0
     assert 0.3 <= ts["metrics"]["top_similarity"] <= 0.95
@@ -301,10 +302,16 @@ def test_a_follow_up_without_its_history_is_not_answered(
 ''', "")
     write_project(pytester, cases)
     result = run(pytester, server, "-k", "followup_mvp")
-    result.assert_outcomes(passed=1)  # declining a known question has no item threshold
+    result.assert_outcomes(failed=1)  # a false refusal fails its item by default
+    section = failure_section(result.stdout.str(), "vector: followup_mvp")
+    assert 'the answer declines ("I don\'t know") a question the documents answer' in section
+    assert "answered = 0, needs >= 1" in section
     mvp = records(pytester)["followup_mvp"]
     assert mvp["metrics"]["answered"] == 0.0
     assert mvp["evidence"]["refusal"] == "I don't know"
+    (pytester.path / "test_cases" / "ragbench.toml").write_text(
+        '[thresholds]\n"vector.answered" = 0\n')  # overridable like every threshold
+    run(pytester, server, "-k", "followup_mvp").assert_outcomes(passed=1)
 
 
 def test_a_decline_case_that_is_answered_fails(pytester: pytest.Pytester,

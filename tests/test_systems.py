@@ -148,9 +148,10 @@ def test_a_factory_that_returns_no_system_fails_its_items(pytester: pytest.Pytes
                                 "-p", "more_systems")
     result.assert_outcomes(passed=3, failed=3)
     section = failure_section(result.stdout.str(), "toy[nothing]: q000")
-    assert section.splitlines()[0] == ("system 'nothing' could not be built: TypeError: its "
-                                       "factory returned NoneType, which has no "
-                                       "answer(question, history=None)")
+    assert section.splitlines()[0] == (
+        "system 'nothing' could not be built: ProtocolMismatch: its factory returned NoneType, "
+        "which does not fit the protocol pytest_ragbench.protocols.System: NoneType has no "
+        "method answer: expected answer(question, history=None)")
 
 
 def test_without_registered_systems_the_error_says_how_to_add_one(

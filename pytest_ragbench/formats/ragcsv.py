@@ -1,4 +1,4 @@
-"""Read a RAGCSV file (seed 003): a headerless CSV with positional columns.
+"""Read a RAGCSV file (seed 003): a CSV with positional columns.
 
 | col | content |
 |---|---|
@@ -7,6 +7,11 @@
 | 2 | hallucination-detection note (kept, unused) |
 | 3 | timestamp (kept, unused) |
 | 4 | question |
+
+Seed 003's files have no header. A first row that is one anyway (column 1 is not a list
+and at least three cells name columns: ``answer``, ``expected``, ``fragments``,
+``contexts``, ``notes``, ``hallucination``, ``timestamp``, ``question``, ...) is skipped and
+not counted as a row.
 
 Column 1 is parsed with :func:`ast.literal_eval` (literals only, nothing is executed).
 A row whose column 1 is not a literal or has the wrong shape, or that lacks a column,
@@ -29,6 +34,16 @@ from pytest_ragbench.errors import CaseError
 
 COLUMNS = ("column 0 (expected answer)", "column 1 (fragments)", "column 2 (hallucination)",
            "column 3 (timestamp)", "column 4 (question)")
+COLUMN_NAMES = ("expected answer", "fragments", "hallucination note", "timestamp", "question")
+# Words of a header cell, any case; a header names at least HEADER_CELLS of the columns.
+HEADER_WORDS = frozenset({
+    "answer", "answers", "expected", "expected_answer", "expected answer", "expected_result",
+    "expected result", "result", "reference", "ground_truth", "ground truth", "fragments",
+    "fragment", "documents", "document", "docs", "contexts", "context", "passages",
+    "hallucination", "hallucination_detection", "hallucination detection", "notes", "note",
+    "proposal", "timestamp", "time", "date", "created", "created_at", "question", "query",
+    "prompt"})
+HEADER_CELLS = 3
 FIELD_SIZE_LIMIT = 1 << 30  # fragment lists are long; the csv default is 128 KiB
 
 
@@ -83,9 +98,14 @@ def read_ragcsv(path: str | Path) -> RagcsvFile:
         raise CaseError(f"not UTF-8 ({exc.reason})", file=path, line=line) from None
     result = RagcsvFile(path)
     number = 0
+    first = True
     for line, cells in _rows(text, path, result.errors):
         if not any(cell.strip() for cell in cells):
             continue
+        if first and is_header(cells):
+            first = False
+            continue
+        first = False
         number += 1
         try:
             result.rows.append(parse_row(cells, number, line))
@@ -95,10 +115,20 @@ def read_ragcsv(path: str | Path) -> RagcsvFile:
     return result
 
 
+def is_header(cells: list[str]) -> bool:
+    """True for a header row: column 1 is no list, and cells name the columns."""
+    if len(cells) > 1 and cells[1].strip().startswith(("[", "(")):
+        return False
+    named = sum(" ".join(cell.strip().strip("#").lower().split()) in HEADER_WORDS
+                for cell in cells)
+    return named >= HEADER_CELLS
+
+
 def parse_row(cells: list[str], row: int, line: int) -> RagcsvRow:
     """One row from its cells; ``CaseError`` names the column that is wrong."""
     if len(cells) < len(COLUMNS):
-        raise CaseError(f"row has {len(cells)} columns, expected {len(COLUMNS)}",
+        listed = ", ".join(f"{i}: {name}" for i, name in enumerate(COLUMN_NAMES))
+        raise CaseError(f"row has {len(cells)} columns, expected {len(COLUMNS)} ({listed})",
                         line=line, field=COLUMNS[len(cells)])
     expected, raw_fragments, hallucination, timestamp, question = cells[:5]
     if not expected.strip():

@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_ragbench.metrics.registry import Score, Unscored
 
-HIT_K = 5  # source hit@k and the retrieval metrics read the first k contexts
+HIT_K = 5  # the retrieval metrics read at most the first 5 contexts (see retrieval_k)
 JUDGED = ("faithfulness", "answer_relevancy")
 ANSWER_CHARS = 600  # of the answer shown in a failure message (the record keeps it whole)
 
@@ -48,11 +48,12 @@ class Scores:
 
 @dataclass(frozen=True)
 class SourceHits:
-    """Where the expected sources are among the first :data:`HIT_K` contexts."""
+    """Where the expected sources are among the first ``k`` contexts."""
 
     expected: tuple[str, ...]
     names: tuple[str, ...]  # one per context, the matching expected name where there is one
     first_rank: int | None  # 1-based rank of the first context from an expected source
+    k: int = HIT_K
 
     @property
     def found(self) -> list[str]:
@@ -65,32 +66,74 @@ class SourceHits:
         return [e for e in self.expected if e not in self.names]
 
 
-def source_hits(expected: Sequence[str], contexts: Sequence[Any]) -> SourceHits:
-    """Match the first :data:`HIT_K` contexts with the expected sources."""
+def retrieval_k(system: Any, contexts: Sequence[Any]) -> int:
+    """The cut-off the retrieval metrics use: at most :data:`HIT_K`.
+
+    The system's own ``top_k`` when it declares one (the embedded system: 5), else the
+    number of contexts it returned (5 when it returned none), so that a system returning
+    4 contexts is scored as ``source_hit@4``, not ``source_hit@5``.
+    """
+    declared = getattr(system, "top_k", None)
+    if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
+        return min(declared, HIT_K)
+    return min(len(contexts), HIT_K) or HIT_K
+
+
+def source_hits(expected: Sequence[str], contexts: Sequence[Any], k: int = HIT_K) -> SourceHits:
+    """Match the first ``k`` contexts with the expected sources."""
     names: list[str] = []
     first = None
-    for rank, context in enumerate(contexts[:HIT_K], start=1):
+    for rank, context in enumerate(contexts[:k], start=1):
         hit = next((e for e in expected if matches(context, e)), None)
         if hit is not None and first is None:
             first = rank
         names.append(hit if hit is not None else context_name(context))
-    return SourceHits(tuple(expected), tuple(names), first)
+    return SourceHits(tuple(expected), tuple(names), first, k)
 
 
-def score_sources(scores: Scores, expected: Sequence[str], contexts: Sequence[Any]) -> SourceHits:
-    """``source_hit@k`` and ragas's ID-based context precision / recall over source names."""
+def source_metric_names(k: int) -> tuple[str, ...]:
+    """The names of the source metrics at cut-off ``k``."""
+    return (f"source_hit@{k}", f"source_recall@{k}", "source_mrr", f"source_ndcg@{k}",
+            "id_context_precision", "id_context_recall")
+
+
+def score_sources(scores: Scores, expected: Sequence[str], contexts: Sequence[Any],
+                  k: int = HIT_K) -> SourceHits:
+    """Source metrics over the expected sources (module docstrings of vector and hybrid).
+
+    ``source_hit@k`` (an expected source in the top k), ``source_recall@k`` (the share of
+    expected sources there), ``source_mrr`` (1 / rank of the first expected source among
+    every context returned) and ``source_ndcg@k`` (binary relevance, each source counted at
+    its first rank) - the last two by pytrec_eval - and ragas's ID-based context precision
+    and recall over the names of the top k.
+    """
     from pytest_ragbench.metrics.context import id_context_precision, id_context_recall
 
-    hits = source_hits(expected, contexts)
+    hits = source_hits(expected, contexts, k)
     if not expected:
         reason = "the case names no expected sources"
-        for name in (f"source_hit@{HIT_K}", "id_context_precision", "id_context_recall"):
+        for name in source_metric_names(k):
             scores.put(name, Unscored(reason))
         return hits
-    scores.put(f"source_hit@{HIT_K}", hits.first_rank is not None)
+    scores.put(f"source_hit@{k}", hits.first_rank is not None)
+    scores.put(f"source_recall@{k}", len(set(hits.found)) / len(set(expected)))
+    ranked = source_hits(expected, contexts, len(contexts)).names
+    rank_scores = _rank_metrics(expected, ranked, k)
+    scores.put("source_mrr", rank_scores["RR"])
+    scores.put(f"source_ndcg@{k}", rank_scores[f"nDCG@{k}"])
     scores.put("id_context_precision", id_context_precision(list(hits.names), list(expected)))
     scores.put("id_context_recall", id_context_recall(list(hits.names), list(expected)))
     return hits
+
+
+def _rank_metrics(expected: Sequence[str], ranked: Sequence[str], k: int) -> dict[str, Score]:
+    """Reciprocal rank and nDCG@k of the ranked source names (first occurrence of each)."""
+    from pytest_ragbench.metrics.ir import IREvaluator
+
+    unique = list(dict.fromkeys(ranked))
+    run = {name: float(len(unique) - rank) for rank, name in enumerate(unique)}
+    evaluator = IREvaluator({"q": dict.fromkeys(expected, 1)}, ["RR", f"nDCG@{k}"])
+    return evaluator.score_query("q", run)
 
 
 def judged_scores(scores: Scores, *, question: str, answer: str, contexts: Sequence[str],

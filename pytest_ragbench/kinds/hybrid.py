@@ -9,8 +9,9 @@ Scored:
   case's database and compared with ``ground_truth_data`` (the ``sql`` kind's comparator).
   SQL that writes or fails to run fails the item whatever the thresholds say.
 - ``semantic_similarity``: cosine similarity of the answer and ``ground_truth_answer``.
-- ``source_hit@5``, ``id_context_precision`` and ``id_context_recall`` over the case's
-  ``expected_sources``, when it names them.
+- ``source_hit@k``, ``source_recall@k``, ``source_mrr``, ``source_ndcg@k``,
+  ``id_context_precision`` and ``id_context_recall`` over the case's ``expected_sources``,
+  when it names them (as the vector kind; k from answer_common.retrieval_k).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from typing import Any
 from pytest_ragbench.cases.model import HybridCase
 from pytest_ragbench.items import RunContext
 from pytest_ragbench.kinds.answer_common import (
-    HIT_K,
     Scores,
+    retrieval_k,
     retrieved_listing,
     score_sources,
     shorten,
@@ -62,12 +63,13 @@ def run(case: HybridCase, context: RunContext) -> Outcome:
         if text.strip() else 0.0
     scores.put("semantic_similarity", similarity)
 
-    hits = score_sources(scores, case.expected_sources, contexts)
+    k = retrieval_k(context.system(), contexts)
+    hits = score_sources(scores, case.expected_sources, contexts, k)
     if case.expected_sources:
         evidence["expected sources"] = ", ".join(case.expected_sources)
     evidence["retrieved"] = retrieved_listing(contexts, hits)
     if hits.expected and hits.missing:
-        evidence[f"expected sources not in the top {HIT_K}"] = ", ".join(hits.missing)
+        evidence[f"expected sources not in the top {k}"] = ", ".join(hits.missing)
     missing = evidence.get("values not in the answer")
     return Outcome(metrics=scores.metrics, unscored=scores.unscored, errors=errors,
                    evidence=evidence, usage=usage_of(answer),

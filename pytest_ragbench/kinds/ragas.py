@@ -3,11 +3,12 @@
 Where the answer and the contexts come from:
 
 - both in the sample: scored as given; nothing is asked.
-- contexts but no answer: the generator (``ragbench_llm``: ``--ragbench-llm-url``, else the
-  local SmolLM2) answers from the sample's contexts with seed 003's prompt
-  (:func:`~pytest_ragbench.system.prompts.rag_messages`). Without any generator the
-  answer is extracted from those contexts, as the embedded system does, and the
-  evidence says so.
+- contexts but no answer: the system under test answers from the sample's contexts when
+  it has ``answer_from(question, contexts, history=None)`` (kinds/passages.py); otherwise
+  the generator (``ragbench_llm``: ``--ragbench-llm-url``, else the local SmolLM2) does,
+  with seed 003's prompt (:func:`~pytest_ragbench.system.prompts.rag_messages`). Without
+  any generator the answer is extracted from those contexts, as the embedded system
+  does. The evidence (``answer from``) says which.
 - no contexts: the system under test (``ragbench_system``) retrieves and answers; its
   contexts are scored (an answer given in the sample is kept).
 
@@ -56,6 +57,12 @@ import pytest
 from pytest_ragbench.cases.model import RagasCase
 from pytest_ragbench.items import CaseItem, RunContext
 from pytest_ragbench.kinds.answer_common import agenerate, call_usage, usage_of
+from pytest_ragbench.kinds.passages import (
+    acall_answer_from,
+    describe_answerer,
+    passage_system,
+    record_answerer,
+)
 from pytest_ragbench.metrics.judged import JUDGED_METRICS, JudgedScores, ajudged_result
 from pytest_ragbench.metrics.registry import Score, Unscored
 from pytest_ragbench.records import Outcome
@@ -75,6 +82,7 @@ class Supplied:
     contexts: tuple[str, ...]
     source: str
     usage: dict[str, Any] = field(default_factory=dict)
+    by_system: bool = True  # False: the sample or ragbench_llm gave the answer
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,7 @@ class Models:
     generator: Any = None
     no_generator_reason: str = ""
     generator_resolved: bool = False
+    max_tokens: int = GENERATOR_MAX_TOKENS
 
     def resolve_generator(self, context: RunContext) -> None:
         """Look up ``ragbench_llm`` once; a skip (no generator at all) leaves it None."""
@@ -104,6 +113,10 @@ class Models:
         except pytest.skip.Exception as exc:
             self.generator, self.no_generator_reason = None, str(exc.msg)
         self.generator_resolved = True
+        if self.generator is not None:
+            from pytest_ragbench.system.checks import require
+
+            require(context.request, "ragbench_llm", self.generator)
 
 
 AskSystem = Callable[[], Awaitable[Answer]]
@@ -116,19 +129,40 @@ def run(case: RagasCase, context: RunContext) -> Outcome:
     if stage is not None and context.nodeid in stage:
         evaluation: Evaluation = stage.result(context.nodeid)  # raises the item's error
     else:
-        if _needs_generator(case):
-            models.resolve_generator(context)
-        ask = _ask_now(case, context)
-        evaluation = context.fixture("ragbench_loop").run(evaluate(case, models, ask))
-    return outcome(case, evaluation, models.embedder)
+        answerer = _answerer(case, context, models)
+        shared = context.session_state(_SHARED, dict)
+        key = (case.file, case.id)
+        if answerer is None and _needs_generator(case) and key in shared:
+            evaluation = shared[key]  # ragbench_llm's answer, the same for every system
+        else:
+            ask = _ask_now(case, context)
+            evaluation = context.fixture("ragbench_loop").run(evaluate(case, models, ask,
+                                                                       answerer))
+            if answerer is None and _needs_generator(case):
+                shared[key] = evaluation
+    independent = context.system_name is not None and _needs_generator(case) \
+        and not evaluation.supplied.by_system
+    return outcome(case, evaluation, models.embedder, system_independent=independent)
+
+
+def _answerer(case: RagasCase, context: RunContext, models: Models) -> Any:
+    """For a sample answered from its contexts: the system with ``answer_from``, or None."""
+    if not _needs_generator(case):
+        return None
+    answerer = passage_system(context)
+    if answerer is None:
+        models.resolve_generator(context)
+    record_answerer(context, describe_answerer(answerer, models.generator, context.system_name))
+    return answerer
 
 
 # -- the model work of one item (run ahead by the stage, or in the item) ---------------
 
 
-async def evaluate(case: RagasCase, models: Models, ask_system: AskSystem | None) -> Evaluation:
+async def evaluate(case: RagasCase, models: Models, ask_system: AskSystem | None,
+                   answerer: Any = None) -> Evaluation:
     """Get the answer and contexts, then the judged scores (all model calls of one item)."""
-    supplied = await supply(case, models, ask_system)
+    supplied = await supply(case, models, ask_system, answerer)
     judged = await ajudged_result(JUDGED_METRICS, question=case.question,
                                   answer=supplied.answer, contexts=supplied.contexts,
                                   reference=case.ground_truth, judge=models.judge,
@@ -136,10 +170,16 @@ async def evaluate(case: RagasCase, models: Models, ask_system: AskSystem | None
     return Evaluation(supplied, judged)
 
 
-async def supply(case: RagasCase, models: Models, ask_system: AskSystem | None) -> Supplied:
+async def supply(case: RagasCase, models: Models, ask_system: AskSystem | None,
+                 answerer: Any = None) -> Supplied:
     """The sample's answer and contexts, with what is missing supplied (module docstring)."""
     if case.contexts and case.answer:
-        return Supplied(case.answer, case.contexts, "the sample")
+        return Supplied(case.answer, case.contexts, "the sample", by_system=False)
+    if case.contexts and answerer is not None:
+        reply = await acall_answer_from(answerer, case.question, _as_contexts(case.contexts))
+        return Supplied(str(reply.text or "").strip(), case.contexts,
+                        f"the system under test ({_name(answerer)}), answer_from the "
+                        f"sample's {len(case.contexts)} contexts", usage_of(reply))
     if case.contexts:
         return await _generate(case, models)
     if ask_system is None:
@@ -165,14 +205,22 @@ async def _generate(case: RagasCase, models: Models) -> Supplied:
         contexts = _as_contexts(case.contexts)
         reason = f" ({models.no_generator_reason})" if models.no_generator_reason else ""
         return Supplied(extractive_answer(case.question, contexts), case.contexts,
-                        f"extracted from the sample's contexts: no generator{reason}")
+                        f"extracted from the sample's contexts: no generator{reason}",
+                        by_system=False)
     messages = rag_messages(case.question, _as_contexts(case.contexts))
-    reply = await agenerate(generator, messages, GENERATOR_MAX_TOKENS)
+    reply = await agenerate(generator, messages, models.max_tokens)
     usage = call_usage(reply)
     model = getattr(generator, "model_id", type(generator).__name__)
     return Supplied(reply.text.strip(), case.contexts,
-                    f"the generator {model}, from the sample's {len(case.contexts)} contexts",
-                    {"generator": usage})
+                    f"the generator {model} (ragbench_llm; the system has no answer_from), "
+                    f"from the sample's {len(case.contexts)} contexts",
+                    {"generator": usage}, by_system=False)
+
+
+def _name(system: Any) -> str:
+    from pytest_ragbench.system.fixtures import describe
+
+    return describe(system)
 
 
 def _as_contexts(texts: tuple[str, ...]) -> list[Context]:
@@ -199,7 +247,8 @@ def _ask_now(case: RagasCase, context: RunContext) -> AskSystem | None:
 # -- scoring ---------------------------------------------------------------------------
 
 
-def outcome(case: RagasCase, evaluation: Evaluation, embedder: Any) -> Outcome:
+def outcome(case: RagasCase, evaluation: Evaluation, embedder: Any, *,
+            system_independent: bool = False) -> Outcome:
     """The judged scores plus the judge-free ones, with the evidence."""
     supplied = evaluation.supplied
     scores: dict[str, Score] = dict(evaluation.judged.scores)
@@ -210,7 +259,8 @@ def outcome(case: RagasCase, evaluation: Evaluation, embedder: Any) -> Outcome:
     errors = [] if supplied.answer.strip() else [f"the answer is empty (from {supplied.source})"]
     return Outcome(metrics=metrics, unscored=unscored, errors=errors,
                    evidence=evidence(case, supplied),
-                   usage={**supplied.usage, **evaluation.judged.usage})
+                   usage={**supplied.usage, **evaluation.judged.usage},
+                   system_independent=system_independent)
 
 
 def judge_free_scores(answer: str, contexts: tuple[str, ...], ground_truth: str,
@@ -254,13 +304,19 @@ def evidence(case: RagasCase, supplied: Supplied) -> dict[str, Any]:
 # -- the session: models and the prefetch stage ---------------------------------------
 
 _MODELS = pytest.StashKey[Models]()
+# Evaluations of samples answered by ragbench_llm for a named system without answer_from,
+# by (file, case id): made once, shared by the items of the other such systems.
+_SHARED = pytest.StashKey[dict[tuple[str, str], Evaluation]]()
 _STAGE = pytest.StashKey[Any]()  # the ragas items' Prefetcher, or None
 
 
 def _models(context: RunContext) -> Models:
     """The judge and embedder, kept for the session (fixtures are session-scoped)."""
+    from pytest_ragbench.system.prompts import ANSWER_MAX_TOKENS
+
     return context.session_state(_MODELS, lambda: Models(
-        judge=context.fixture("ragbench_judge"), embedder=context.fixture("ragbench_embedder")))
+        judge=context.fixture("ragbench_judge"), embedder=context.fixture("ragbench_embedder"),
+        max_tokens=context.config.max_tokens or ANSWER_MAX_TOKENS))
 
 
 def _stage(context: RunContext, models: Models) -> Any:
@@ -293,8 +349,10 @@ def _start_stage(context: RunContext, models: Models) -> Any:
         if (isinstance(item, CaseItem) and item.item_kind.name == "ragas"
                 and item.system_name is None and isinstance(case, RagasCase)):
             todo[item.nodeid] = case
-    if any(_needs_generator(case) for case in todo.values()):
-        models.resolve_generator(context)
+    answerer = None
+    needing = [case for case in todo.values() if _needs_generator(case)]
+    if needing:
+        answerer = _answerer(needing[0], context, models)
     answers = None
     if any(not case.contexts for case in todo.values()):
         answers = context.fixture("ragbench_prefetch")  # the system's answers, started ahead
@@ -303,7 +361,7 @@ def _start_stage(context: RunContext, models: Models) -> Any:
                             loop=context.fixture("ragbench_loop"))
     for nodeid, case in todo.items():
         ask = None if case.contexts else _ask_ahead(nodeid, case, system, answers)
-        prefetcher.submit(nodeid, functools.partial(evaluate, case, models, ask))
+        prefetcher.submit(nodeid, functools.partial(evaluate, case, models, ask, answerer))
     return prefetcher
 
 

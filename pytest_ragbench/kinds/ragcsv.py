@@ -1,9 +1,13 @@
 """``ragcsv[<file-stem>:<row>]``: seed 003's graded answer accuracy on one RAGCSV row.
 
-The generator (``ragbench_llm``, or a named system's ``generator``) answers the row's
-question from the row's own fragments with seed 003's prompt: the system instruction, one
-user message ``Document: {title}`` + newline + ``{page_content}`` per fragment, then the question
-(temperature 0, at most 512 tokens, the seed's default). The judge (``ragbench_judge``)
+The system under test answers the row's question from the row's own fragments when it has
+``answer_from(question, contexts, history=None)`` (kinds/passages.py; the fragments as
+contexts ``fragment 1``, ... with their metadata). Otherwise the generator
+(``ragbench_llm``) does, with seed 003's prompt: the system instruction, one user message
+``Document: {title}`` + newline + ``{page_content}`` per fragment, then the question
+(temperature 0, at most 512 tokens, the seed's default, or ``--ragbench-max-tokens``); the
+answer then does not depend on the system, and rows of several systems share it. The
+evidence (``answer from``) says which answered. The judge (``ragbench_judge``)
 grades the answer against column 0 from 0 to 100 (temperature 0, at most 16 tokens); a
 reply without such a number leaves ``accuracy`` unscored, with the reply as the reason.
 Without a judge, ``accuracy`` is the semantic similarity of answer and expected answer
@@ -25,8 +29,15 @@ import pytest
 from pytest_ragbench.cases.model import RagcsvCase
 from pytest_ragbench.items import RunContext
 from pytest_ragbench.kinds.answer_common import agenerate, call_usage
+from pytest_ragbench.kinds.passages import (
+    acall_answer_from,
+    describe_answerer,
+    passage_system,
+    record_answerer,
+)
 from pytest_ragbench.records import Outcome
 from pytest_ragbench.system.prompts import SYSTEM_INSTRUCTION  # seed 003's instruction
+from pytest_ragbench.system.protocols import Context
 
 MAX_TOKENS = 512  # seed 003: RAGCSV_MAX_TOKENS
 JUDGE_MAX_TOKENS = 16
@@ -46,6 +57,14 @@ def answer_messages(case: RagcsvCase) -> list[dict[str, str]]:
                  for f in case.fragments]
     messages.append({"role": "user", "content": case.question})
     return messages
+
+
+def fragment_contexts(case: RagcsvCase) -> list[Context]:
+    """The row's fragments as the contexts given to ``answer_from``."""
+    return [Context(id=f"fragment {i}", text=f.page_content, score=1.0,
+                    metadata={**dict(getattr(f, "metadata", None) or {}),
+                              **({"title": f.title} if f.title else {})})
+            for i, f in enumerate(case.fragments, start=1)]
 
 
 def judge_messages(expected: str, actual: str) -> list[dict[str, str]]:
@@ -84,14 +103,17 @@ STATE = pytest.StashKey[RagcsvState]()
 
 def run(case: RagcsvCase, context: RunContext) -> Outcome:
     """Answer from the row's fragments, grade the answer, and time it."""
-    generator = _generator(context)
+    answerer = _answerer(context)
     judge = context.fixture("ragbench_judge")
-    replies = _replies(case, context, generator, judge)
-    answer = replies.answer.text.strip()
+    replies = _replies(case, context, answerer, judge)
+    answer = str(replies.answer.text or "").strip()
     evidence: dict[str, Any] = {
         "question": case.question, "expected": case.expected, "got": answer,
+        "answer from": answerer.label,
         "documents": "\n".join(f"{f.title or '(untitled)'}" for f in case.fragments),
     }
+    if context.config.ragcsv_debug and case.row == 1:  # RAGCSV_DEBUG: the controller prints it
+        evidence["prompt"] = _prompt_text(case, answerer)
     metrics: dict[str, float] = {}
     unscored: dict[str, str] = {}
     if judge is not None:
@@ -109,13 +131,16 @@ def run(case: RagcsvCase, context: RunContext) -> Outcome:
     calls = [g for g in (replies.answer, replies.grade) if g is not None]
     metrics["total_time_ms"] = 1000.0 * sum(float(g.latency_s or 0.0) for g in calls)
     evidence["cached"] = all(bool(getattr(g, "cached", False)) for g in calls)
-    usage = {"generator": call_usage(replies.answer)}
+    usage = {"system" if answerer.system is not None else "generator":
+             call_usage(replies.answer)}
     if replies.grade is not None:
         usage["judge"] = call_usage(replies.grade)
-    # An empty answer fails the item whatever the thresholds: the generator is broken.
-    errors = [] if answer else ["the generator returned an empty answer"]
+    # An empty answer fails the item whatever the thresholds: the answerer is broken.
+    who = "the generator" if answerer.system is None else "the system's answer_from"
+    errors = [] if answer else [f"{who} returned an empty answer"]
     return Outcome(metrics=metrics, unscored=unscored, errors=errors, evidence=evidence,
-                   usage=usage)
+                   usage=usage, system_independent=answerer.system is None
+                   and context.system_name is not None)
 
 
 def _similarity_accuracy(answer: str, expected: str, context: RunContext) -> float:
@@ -127,32 +152,65 @@ def _similarity_accuracy(answer: str, expected: str, context: RunContext) -> flo
     return 0.0 if isinstance(score, Unscored) else 100.0 * float(score)
 
 
-def _generator(context: RunContext) -> Any:
-    """A named system's own generator when it has one, else ``ragbench_llm``."""
-    if context.system_name is not None:
-        own = getattr(context.system(), "generator", None)
-        if own is not None:
-            return own
-    return context.fixture("ragbench_llm")
+@dataclass(frozen=True)
+class Answerer:
+    """Who answers the rows of one system: its ``answer_from``, or the generator."""
+
+    system: Any  # the system with answer_from, or None
+    generator: Any  # ragbench_llm when the system has no answer_from
+    label: str
+    max_tokens: int = MAX_TOKENS
+
+    @property
+    def shared(self) -> bool:
+        """True when the generator answers: the same answer for every system."""
+        return self.system is None
 
 
-def _replies(case: RagcsvCase, context: RunContext, generator: Any, judge: Any) -> RowReplies:
-    """The row's replies: prefetched with every selected row of the session, or made now."""
+def _answerer(context: RunContext) -> Answerer:
+    """The system's ``answer_from``, else ``ragbench_llm`` (recorded for the report)."""
+    system = passage_system(context)
+    generator = None if system is not None else context.fixture("ragbench_llm")
+    label = describe_answerer(system, generator, context.system_name)
+    record_answerer(context, label)
+    return Answerer(system, generator, label, context.config.max_tokens or MAX_TOKENS)
+
+
+def _prompt_text(case: RagcsvCase, answerer: Answerer) -> str:
+    """The prompt of the row, as RAGCSV_DEBUG shows it."""
+    if answerer.system is not None:
+        return (f"answer_from(question={case.question!r}, contexts=[{len(case.fragments)} "
+                "fragments])")
+    return "\n".join(f"[{m['role']}] {m['content']}" for m in answer_messages(case))
+
+
+def _replies(case: RagcsvCase, context: RunContext, answerer: Answerer,
+             judge: Any) -> RowReplies:
+    """The row's replies: prefetched with every selected row of the session, or made now.
+
+    Rows answered by the generator are keyed by file and row, not by system, so the rows
+    of several systems without ``answer_from`` are answered and graded once.
+    """
     from pytest_ragbench.system.prefetch import Prefetcher
 
     state = context.session_state(STATE, RagcsvState)
-    prefetcher = state.prefetchers.get(context.system_name)
+    owner = None if answerer.shared else context.system_name
+    prefetcher = state.prefetchers.get(owner)
     if prefetcher is None:
         prefetcher = Prefetcher(context.config.concurrency, loop=context.fixture("ragbench_loop"))
-        state.prefetchers[context.system_name] = prefetcher
+        state.prefetchers[owner] = prefetcher
         if context.request is not None:
             context.request.config.add_cleanup(prefetcher.close)
         for nodeid, other in _selected_rows(context):
-            prefetcher.submit(nodeid, _job(other, generator, judge))
-    key = context.nodeid or case.id
-    prefetcher.submit(key, _job(case, generator, judge))  # no-op when already submitted
+            prefetcher.submit(_key(nodeid, other, answerer), _job(other, answerer, judge))
+    key = _key(context.nodeid or case.id, case, answerer)
+    prefetcher.submit(key, _job(case, answerer, judge))  # no-op when already submitted
     replies: RowReplies = prefetcher.result(key)
     return replies
+
+
+def _key(nodeid: str, case: RagcsvCase, answerer: Answerer) -> str:
+    return f"{case.file}#{case.row}" if answerer.shared else nodeid
 
 
 def _selected_rows(context: RunContext) -> list[tuple[str, RagcsvCase]]:
@@ -172,9 +230,9 @@ def _selected_rows(context: RunContext) -> list[tuple[str, RagcsvCase]]:
     return rows
 
 
-def _job(case: RagcsvCase, generator: Any, judge: Any) -> Any:
+def _job(case: RagcsvCase, answerer: Answerer, judge: Any) -> Any:
     async def job() -> RowReplies:
-        answer = await agenerate(generator, answer_messages(case), MAX_TOKENS)
+        answer = await _answer(case, answerer)
         if judge is None:
             return RowReplies(answer)
         grade = await agenerate(judge, judge_messages(case.expected, answer.text.strip()),
@@ -182,3 +240,10 @@ def _job(case: RagcsvCase, generator: Any, judge: Any) -> Any:
         return RowReplies(answer, grade)
 
     return job
+
+
+async def _answer(case: RagcsvCase, answerer: Answerer) -> Any:
+    """The system's ``answer_from`` the fragments, or the generator's reply to seed 003's prompt."""
+    if answerer.system is not None:
+        return await acall_answer_from(answerer.system, case.question, fragment_contexts(case))
+    return await agenerate(answerer.generator, answer_messages(case), answerer.max_tokens)

@@ -3,16 +3,21 @@
 The system answers the question (a conversational case passes its prior turns as
 ``history``). Scored:
 
-- ``source_hit@5``: 1 when a context among the first five comes from an expected source
-  (``metadata["source"]``, else the context id); ``id_context_precision`` and
-  ``id_context_recall``: ragas's ID-based context metrics over those source names.
+- ``source_hit@k``: 1 when a context among the first k comes from an expected source
+  (``metadata["source"]``, else the context id), ``source_recall@k``: the share of the
+  expected sources there; ``source_mrr`` (1 / rank of the first expected source) and
+  ``source_ndcg@k`` (pytrec_eval); ``id_context_precision`` and ``id_context_recall``:
+  ragas's ID-based context metrics over those source names. k is the system's ``top_k``
+  when it declares one, else the number of contexts it returned, at most 5
+  (answer_common.retrieval_k).
 - ``top_similarity``: the best cosine similarity (``ragbench_embedder``) between the
-  question and the retrieved contexts; ``similarity_in_range``: 1 when it lies within the
+  question and the first k retrieved contexts; ``similarity_in_range``: 1 when it lies within the
   case's ``expected_similarity``.
 - ``semantic_similarity``: cosine similarity of the answer and ``ground_truth``
   (answerable cases; the ground truth of a decline case describes the refusal).
 - ``declined`` (``expect: decline``) / ``answered`` (``expect: answer``): whether the answer
-  opens with a refusal (:mod:`.decline`).
+  opens with a refusal (:mod:`.decline`). Both have item threshold 1: a refused answerable
+  question fails its item, as an answered decline case does.
 - ``injection_resisted``, when the question carries an injected instruction: a system that
   obeys it (outputs the payload, reveals its system prompt) fails the item whatever the
   thresholds say.
@@ -28,10 +33,10 @@ from typing import Any
 from pytest_ragbench.cases.model import VectorCase
 from pytest_ragbench.items import RunContext
 from pytest_ragbench.kinds.answer_common import (
-    HIT_K,
     Scores,
     history_text,
     judged_scores,
+    retrieval_k,
     retrieved_listing,
     score_sources,
     shorten,
@@ -51,10 +56,11 @@ def run(case: VectorCase, context: RunContext) -> Outcome:
     text = str(answer.text or "")
     embedder = context.fixture("ragbench_embedder")
     scores = Scores()
-    hits = score_sources(scores, case.expected_sources, contexts)
+    k = retrieval_k(context.system(), contexts)
+    hits = score_sources(scores, case.expected_sources, contexts, k)
 
     reference = case.ground_truth if case.expect == "answer" else None
-    cosines, answer_similarity = _similarities(case.question, contexts[:HIT_K], text,
+    cosines, answer_similarity = _similarities(case.question, contexts[:k], text,
                                                reference, embedder)
     top = _best(cosines)
     scores.put("top_similarity", top)
@@ -94,12 +100,12 @@ def run(case: VectorCase, context: RunContext) -> Outcome:
         evidence["refusal"] = refusal
     evidence["retrieved"] = retrieved_listing(contexts, hits, cosines)
     if hits.expected and hits.missing:
-        evidence[f"expected sources not in the top {HIT_K}"] = ", ".join(hits.missing)
+        evidence[f"expected sources not in the top {k}"] = ", ".join(hits.missing)
     usage = usage_of(answer)
     if judge_usage:
         usage["judge"] = judge_usage
     return Outcome(metrics=scores.metrics, unscored=scores.unscored, errors=errors,
-                   evidence=evidence, usage=usage, summary=_summary(case, scores, refusal))
+                   evidence=evidence, usage=usage, summary=_summary(case, scores, refusal, k))
 
 
 def _similarities(question: str, contexts: Sequence[Any], answer: str, reference: str | None,
@@ -132,7 +138,7 @@ def _in_range(top: Score, expected: tuple[float, float] | None) -> Score:
     return 1.0 if low <= top <= high else 0.0
 
 
-def _summary(case: VectorCase, scores: Scores, refusal: str | None) -> str | None:
+def _summary(case: VectorCase, scores: Scores, refusal: str | None, k: int) -> str | None:
     """One line on what went wrong, shown first when the item fails."""
     metrics = scores.metrics
     problems = []
@@ -140,8 +146,8 @@ def _summary(case: VectorCase, scores: Scores, refusal: str | None) -> str | Non
         problems.append("expected a decline, but the answer does not refuse")
     if case.expect == "answer" and refusal is not None:
         problems.append(f"the answer declines ({refusal!r}) a question the documents answer")
-    if metrics.get(f"source_hit@{HIT_K}") == 0.0:
-        problems.append(f"no expected source in the top {HIT_K}")
+    if metrics.get(f"source_hit@{k}") == 0.0:
+        problems.append(f"no expected source in the top {k}")
     if metrics.get("similarity_in_range") == 0.0:
         problems.append(f"top similarity {metrics['top_similarity']:.3f} is outside the "
                         "expected range")

@@ -239,7 +239,8 @@ def holm(comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def system_comparisons(records: Iterable[ItemRecord], systems: Sequence[str]
                        ) -> list[dict[str, Any]]:
     """Every pair of systems (``a_vs_b`` in ``--ragbench-systems`` order) on every metric."""
-    records = [r for r in records if r.system]
+    # An answer that does not depend on the system (ragbench_llm's) is not compared.
+    records = [r for r in records if r.system and not r.system_independent]
     by_case: dict[tuple[str, str, str], dict[str, ItemRecord]] = defaultdict(dict)
     for record in records:
         by_case[(record.kind, record.file, record.case_id)][record.system or ""] = record

@@ -33,7 +33,8 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
     records = sorted(records, key=lambda r: r.nodeid)
     systems = aggregate.systems_in(records, settings.systems)
     cells = aggregate.plan_cells(records, systems, settings.breakdown)
-    checks = [(gate, cell) for gate in gate_list for cell in gates.gate_cells(gate, systems)]
+    checks = [(gate, cell) for gate in gate_list if gate.kind in {r.kind for r in records}
+              for cell in gates.gate_cells(gate, _systems_of(gate.kind, records, systems))]
     for _, cell in checks:
         cells.setdefault(cell, aggregate.select(records, cell))
     stats = aggregate.compute_cells(cells)
@@ -89,6 +90,14 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
         "items": [_item(r) for r in records],
     }
     return dict(json_safe(document))
+
+
+def _systems_of(kind: str, records: Sequence[ItemRecord], systems: list[str]) -> list[str]:
+    """The systems a gate on ``kind`` is checked for: none when its items are system-independent.
+
+    A gate on a kind the session did not run (``-k``, ``-m``) is not checked at all.
+    """
+    return systems if any(r.system for r in records if r.kind == kind) else []
 
 
 def _item(record: ItemRecord) -> dict[str, Any]:

@@ -107,7 +107,8 @@ def metrics_rows(document: dict[str, Any]) -> list[list[str]]:
              "95% CI", "CI method", "std", "threshold", "pass rate [95% CI]"]]
     for kind, by_metric in document["metrics"].items():
         for metric, entry in by_metric.items():
-            cells = entry.get("systems", {}) if several else {"": entry}
+            # a system-independent kind (memory, ...) has one row for every system: "-"
+            cells = (entry.get("systems") or {"-": entry}) if several else {"": entry}
             for system, cell in cells.items():
                 rows.append([kind, *([system] if several else []), metric, *stat_cells(cell)])
     return rows
@@ -119,7 +120,7 @@ def unscored_notes(document: dict[str, Any]) -> list[str]:
     notes = []
     for kind, by_metric in document["metrics"].items():
         for metric, entry in by_metric.items():
-            cells = entry.get("systems", {}) if several else {"": entry}
+            cells = (entry.get("systems") or {"": entry}) if several else {"": entry}
             for system, cell in cells.items():
                 prefix = f"{kind}[{system}]" if system else kind
                 notes += [f"{prefix}.{metric}: {count} unscored: {reason}"

@@ -17,10 +17,12 @@ from pytest_ragbench.system.protocols import (
     Judge,
     MemoryHit,
     MemoryStore,
+    PassageSystem,
     Retriever,
     System,
     Usage,
 )
 
 __all__ = ["Answer", "AnswerRequest", "Context", "Document", "Embedder", "Generation",
-           "Generator", "Judge", "MemoryHit", "MemoryStore", "Retriever", "System", "Usage"]
+           "Generator", "Judge", "MemoryHit", "MemoryStore", "PassageSystem", "Retriever",
+           "System", "Usage"]

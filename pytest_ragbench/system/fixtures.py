@@ -186,6 +186,25 @@ def index_with_progress(config: pytest.Config, retriever: Any, documents: Sequen
                 embedder.embed(chunk)
                 bar.update(len(chunk))
     retriever.index(documents)
+    config.stash.setdefault(_INDEXED, set()).add(id(retriever))
+
+
+_INDEXED = pytest.StashKey[set[int]]()  # ids of the retrievers indexed this session
+
+
+def index_user_retriever(request: pytest.FixtureRequest, retriever: Any) -> None:
+    """Index an overridden ``ragbench_retriever`` with ``ragbench_corpus``, once a session.
+
+    Only when it has ``index`` (the protocol makes it optional), was not indexed here
+    already (the default retriever indexes itself) and the corpus has documents.
+    """
+    indexed = request.config.stash.setdefault(_INDEXED, set())
+    if id(retriever) in indexed or not callable(getattr(retriever, "index", None)):
+        return
+    indexed.add(id(retriever))
+    corpus: list[Document] = request.getfixturevalue("ragbench_corpus")
+    if corpus:
+        index_with_progress(request.config, retriever, corpus, None)
 
 
 @pytest.fixture(scope="session")
@@ -288,13 +307,27 @@ def ragbench_system(request: pytest.FixtureRequest, ragbench_retriever: Retrieve
 
     ``describe()`` names the generator, or says that answers are extracted and why.
     """
+    from pytest_ragbench.system.checks import require
     from pytest_ragbench.system.default_system import EmbeddedSystem
 
+    require(request, "ragbench_retriever", ragbench_retriever)
+    index_user_retriever(request, ragbench_retriever)
     generator, reason = _generator(request)
+    if generator is not None:
+        require(request, "ragbench_llm", generator)
     system = EmbeddedSystem(ragbench_retriever, generator, no_generator_reason=reason,
-                            speller=corpus_speller(request, ragbench_retriever))
+                            speller=corpus_speller(request, ragbench_retriever),
+                            max_tokens=_max_tokens(request))
     _record(request, "system", system)
     return system
+
+
+def _max_tokens(request: pytest.FixtureRequest) -> int:
+    """The embedded system's answer cap: ``--ragbench-max-tokens``, else its default."""
+    from pytest_ragbench.plugin import get_config
+    from pytest_ragbench.system.prompts import ANSWER_MAX_TOKENS
+
+    return get_config(request.config).max_tokens or ANSWER_MAX_TOKENS
 
 
 _SPELLERS = pytest.StashKey[dict[str, Any]]()
@@ -440,6 +473,24 @@ def system_factories(config: pytest.Config) -> dict[str, SystemFactory]:
     return factories
 
 
+_WITHOUT_ANSWER_FROM = pytest.StashKey[frozenset[str]]()
+
+
+def without_answer_from(config: pytest.Config) -> frozenset[str]:
+    """Named systems known, before any is built, to have no ``answer_from``.
+
+    The built-in ``dense``, ``bm25`` and ``hybrid`` (the embedded system, which answers
+    from passages only through ``ragbench_llm``) unless a hook registered the name anew.
+    Registered systems and ``default`` are only known once built (kinds/passages.py).
+    """
+    if _WITHOUT_ANSWER_FROM not in config.stash:
+        factories = system_factories(config)
+        config.stash[_WITHOUT_ANSWER_FROM] = frozenset(
+            name for name in ("dense", "bm25", "hybrid")
+            if isinstance(factories.get(name), functools.partial))
+    return config.stash[_WITHOUT_ANSWER_FROM]
+
+
 def check_systems(config: pytest.Config, names: Sequence[str]) -> None:
     """Raise ConfigError for a name of ``--ragbench-systems`` that is unknown or repeated."""
     from pytest_ragbench.errors import ConfigError
@@ -492,11 +543,15 @@ class NamedSystems:
         if name not in self._factories:
             raise RagbenchError(f"unknown system {name!r}; known systems: "
                                 f"{known_systems(self._factories)}")
+        from pytest_ragbench.system.checks import ProtocolMismatch, problems
+
         try:
             system = self._factories[name](self._request)
-            if not callable(getattr(system, "answer", None)):
-                raise TypeError(f"its factory returned {type(system).__name__}, which has no "
-                                "answer(question, history=None)")
+            found = problems("ragbench_system", system)
+            if found:
+                raise ProtocolMismatch(f"its factory returned {type(system).__name__}, which "
+                                       "does not fit the protocol pytest_ragbench.protocols."
+                                       f"System: {'; '.join(found)}")
         except _BUILD_FAILURES as exc:
             self._failed[name] = exc
             return
@@ -549,7 +604,8 @@ def _builtin_system(name: str, request: pytest.FixtureRequest) -> Any:
     retriever = builtin_retriever(request, name)
     generator, reason = _generator(request)
     return EmbeddedSystem(retriever, generator, no_generator_reason=reason,
-                          speller=corpus_speller(request, retriever))
+                          speller=corpus_speller(request, retriever),
+                          max_tokens=_max_tokens(request))
 
 
 _BUILTIN_RETRIEVERS = pytest.StashKey[dict[str, Any]]()

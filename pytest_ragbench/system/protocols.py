@@ -170,7 +170,12 @@ class Embedder(Protocol):
 
 @runtime_checkable
 class Retriever(Protocol):
-    """Indexes a corpus and returns the best passages for a query."""
+    """Indexes a corpus and returns the best passages for a query, best first.
+
+    ``index`` is optional for an overridden ``ragbench_retriever``: when present, it is
+    called once with the documents of ini ``ragbench_corpus`` (when there are any).
+    ``filters`` and ``min_score`` are never passed by the plugin itself.
+    """
 
     def index(self, documents: Sequence[Document]) -> None: ...
 
@@ -184,7 +189,12 @@ class Retriever(Protocol):
 
 @runtime_checkable
 class MemoryStore(Protocol):
-    """Conversational memory (seed 004)."""
+    """Conversational memory (seed 004), made afresh for every ``memory`` item.
+
+    ``add_interaction`` returns the new memory's id; ``search_memories`` returns the best
+    :class:`MemoryHit` objects (``id`` as returned by ``add_interaction``, ``score`` ranks,
+    ``similarity`` is the plain cosine), at most ``top_k``, none below ``min_score``.
+    """
 
     def add_interaction(self, role: str, content: str,
                         metadata: Mapping[str, Any] | None = None) -> str: ...
@@ -218,14 +228,33 @@ class Judge(Protocol):
 
 @runtime_checkable
 class System(Protocol):
-    """The RAG application under test.
+    """The RAG application under test: retrieves and answers.
 
-    Optional extras used for speed when present: ``async aanswer(question, history)``,
-    ``prepare(questions)`` (batch work such as embedding all queries at once) and
-    ``describe() -> str`` (one line for the report).
+    Optional methods, used when present:
+
+    - ``answer_from(question, contexts, history=None)``: answer from the given passages,
+      without retrieving (:class:`PassageSystem`). RAGAS samples that carry contexts and
+      RAGCSV rows are answered by it; without it the generator ``ragbench_llm`` answers them.
+    - ``async aanswer(question, history)``, ``prepare(questions)`` (batch work such as
+      embedding all queries at once): for speed.
+    - ``describe() -> str``: one line for the report.
     """
 
     def answer(self, question: str, history: Sequence[Any] | None = None) -> Answer: ...
+
+
+@runtime_checkable
+class PassageSystem(System, Protocol):
+    """A system that can also answer from passages it is given (no retrieval).
+
+    ``contexts`` are :class:`Context` objects: a RAGAS sample's contexts (ids ``context 1``,
+    ...) or a RAGCSV row's fragments (ids ``fragment 1``, ..., the fragment's metadata,
+    ``title`` included). Return an :class:`Answer` (its ``contexts`` may stay empty) or a
+    string.
+    """
+
+    def answer_from(self, question: str, contexts: Sequence[Context],
+                    history: Sequence[Any] | None = None) -> Answer | str: ...
 
 
 def as_messages(history: Sequence[Any] | None) -> list[dict[str, str]]:

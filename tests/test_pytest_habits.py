@@ -1,0 +1,95 @@
+"""Pytest habits (issue 20, point 6): a plain ``pytest`` says what waits for ``--ragbench``;
+``-k`` subsets report only the kinds that ran."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_ragbench.report.terminal import metrics_rows
+from tests.helpers import XDIST_MODES, make_scores_db
+
+VECTOR = """kind: vector
+cases:
+  - id: one
+    question: Who won the title?
+    ground_truth: The Lakers.
+  - id: two
+    question: Where is the tower?
+    ground_truth: In Paris.
+"""
+SQL = """kind: sql
+cases:
+  - id: lakers
+    question: How many points did the Lakers score?
+    expected_sql: SELECT points FROM scores WHERE team = 'Lakers'
+    ground_truth_data: {points: 9500}
+"""
+GATES = """[gates]
+"vector.semantic_similarity" = 0.5
+"ragcsv.accuracy" = 40
+"sql_ground_truth.match" = 1
+"""
+
+
+def _project(pytester: pytest.Pytester) -> None:
+    make_scores_db(pytester.path / "scores.db")
+    pytester.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n")
+    cases = pytester.mkdir("test_cases")
+    (cases / "vector.yaml").write_text(VECTOR)
+    (cases / "sql.yaml").write_text(SQL)
+    (cases / "rows.ragcsv.csv").write_text("Paris,\"[]\",,,Capital of France?\n")
+    beir = cases / "mini"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text(json.dumps({"_id": "d1", "text": "Paris."}) + "\n")
+    (beir / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "Paris?"}) + "\n")
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    (cases / "ragbench.toml").write_text(GATES)
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES, ids=["default", "xdist", "no-xdist"])
+def test_a_plain_run_names_what_waits_for_ragbench(pytester: pytest.Pytester,
+                                                   mode: tuple[str, ...]) -> None:
+    _project(pytester)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *mode)
+    result.assert_outcomes(passed=1)  # sql_ground_truth[lakers]
+    line = ("ragbench: 1 BEIR folder, 1 RAGCSV file and 2 vector cases become evaluation "
+            "items only with --ragbench (run pytest --ragbench to evaluate them)")
+    assert result.stdout.lines.count(line) == 1
+
+
+def test_no_line_when_nothing_waits(pytester: pytest.Pytester) -> None:
+    _project(pytester)
+    result = pytester.runpytest("--ragbench", "-p", "no:cacheprovider", "--collect-only")
+    assert "become evaluation items only with --ragbench" not in result.stdout.str()
+    for name in ("vector.yaml", "rows.ragcsv.csv"):
+        (pytester.path / "test_cases" / name).unlink()
+    result = pytester.runpytest("-p", "no:cacheprovider", "--ignore=test_cases/mini")
+    result.assert_outcomes(passed=1)
+    assert "become evaluation items only with --ragbench" not in result.stdout.str()
+
+
+def test_a_k_subset_reports_only_the_kinds_that_ran(pytester: pytest.Pytester) -> None:
+    _project(pytester)
+    result = pytester.runpytest("--ragbench", "-p", "no:cacheprovider", "-k", "sql_ground_truth")
+    result.assert_outcomes(passed=1, deselected=5)
+    output = result.stdout.str()
+    section = output.split("= ragbench =", 1)[1].split("report: ", 1)[0]
+    assert "gate sql_ground_truth.match >= 1: passed" in section
+    assert "vector" not in section and "ragcsv" not in section and "beir" not in section
+    results = json.loads((pytester.path / ".ragbench" / "results.json").read_text())
+    assert set(results["metrics"]) == {"sql_ground_truth"}
+    assert [g["gate"] for g in results["gates"]] == ["sql_ground_truth.match"]
+
+
+def test_a_system_independent_kind_keeps_its_row_among_several_systems() -> None:
+    cell = {"n": 8, "n_unscored": 0, "mean": 0.5, "ci_low": 0.3, "ci_high": 0.7, "std": 0.1,
+            "threshold": None, "pass_rate": None, "direction": "higher"}
+    document = {"systems": ["dense", "bm25"], "metrics": {
+        "memory": {"recall": {**cell, "systems": {}}},
+        "vector": {"answered": {**cell, "systems": {"dense": cell, "bm25": cell}}}}}
+    rows = metrics_rows(document)
+    assert [row[:3] for row in rows[1:]] == [["memory", "-", "recall"],
+                                            ["vector", "dense", "answered"],
+                                            ["vector", "bm25", "answered"]]
