@@ -156,6 +156,17 @@ class CaseFile(pytest.File):
             yield item
 
 
+class NotImported(pytest.File):
+    """A case module whose name matches ``python_files``: pytest must not import it.
+
+    It is collected as cases by :class:`CaseFile`; this stands in for pytest's ``Module``.
+    """
+
+    def collect(self) -> Iterator[pytest.Item]:
+        """Nothing: the module is data."""
+        return iter(())
+
+
 def _relocate(error: CaseError, shown: str) -> CaseError:
     return CaseError(error.message, file=shown, line=error.line, field=error.field)
 
@@ -213,7 +224,7 @@ class BeirQrels(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         """Yield the items in the order of the qrels file."""
         from pytest_ragbench.cases.model import BeirCase
-        from pytest_ragbench.formats.beir import QrelsLines, read_qrels, read_queries
+        from pytest_ragbench.formats.beir import QrelsLines, corpus_ids, read_qrels, read_queries
         from pytest_ragbench.items import CaseItem, InvalidCaseItem
         from pytest_ragbench.kinds import ITEM_KINDS
         from pytest_ragbench.plugin import get_config
@@ -227,9 +238,17 @@ class BeirQrels(pytest.File):
         try:
             queries = read_queries(folder / "queries.jsonl", errors)
             qrels, _ = read_qrels(self.path, errors, lines)
+            documents = corpus_ids(folder / "corpus.jsonl")
         except CaseError as exc:  # a file that cannot be read at all
-            yield InvalidCaseItem.create(self, exc, "beir", dataset)
+            yield InvalidCaseItem.create(self, _shown(exc, self.config), "beir", dataset)
             return
+        empty = _empty_part(folder, documents, queries, self.config)
+        if empty is not None:  # nothing can be retrieved or asked: one error, no items
+            yield InvalidCaseItem.create(self, empty, "beir", dataset)
+            return
+        missing = _missing_documents(qrels, documents, lines, shown)
+        if missing is not None:  # counted and reported; the queries still run
+            yield InvalidCaseItem.create(self, missing, "beir", f"{dataset}/missing-documents")
         attached = {id(e) for found in lines.errors.values() for e in found}
         for error in errors:
             if id(error) not in attached:
@@ -251,6 +270,34 @@ class BeirQrels(pytest.File):
                 yield CaseItem.create(self, case, kind, system)
             # --ragbench-robustness: robust[beir-<id>] (see pytest_ragbench/robust/collect.py)
             yield from robust_items(self, case, get_config(self.config), shown)
+
+
+def _empty_part(folder: Path, documents: set[str], queries: dict[str, str],
+                config: pytest.Config) -> CaseError | None:
+    """An error when the corpus or the query set holds nothing usable."""
+    for name, found in (("corpus.jsonl", documents), ("queries.jsonl", queries)):
+        if not found:
+            return CaseError("holds no usable entry ({\"_id\", \"text\"} per line): the "
+                             "dataset cannot be evaluated",
+                             file=display_path(folder / name, config))
+    return None
+
+
+def _missing_documents(qrels: dict[str, dict[str, int]], documents: set[str], lines: Any,
+                       shown: str) -> CaseError | None:
+    """One data error counting the judgments whose document is not in the corpus."""
+    missing = sorted((lines.first_line.get(query_id, 0), query_id, doc_id)
+                     for query_id, judged in qrels.items() for doc_id in judged
+                     if doc_id not in documents)
+    if not missing:
+        return None
+    queries = len({query_id for _, query_id, _ in missing})
+    listed = ", ".join(f"{q} -> {d}" for _, q, d in missing[:5])
+    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+    return CaseError(f"{len(missing)} judgment(s) of {queries} query(ies) name documents "
+                     f"missing from corpus.jsonl ({listed}{more}): those queries are scored "
+                     "as if the documents were never retrieved", file=shown,
+                     line=missing[0][0] or None, field="corpus-id")
 
 
 def _shown(error: CaseError, config: pytest.Config) -> CaseError:

@@ -49,6 +49,10 @@ class RagbenchConfig:
     corpus_paths: tuple[Path, ...] = ()
     thresholds: dict[str, Any] = field(default_factory=dict)
     gates: dict[str, float] = field(default_factory=dict)
+    # -- bounds on outside calls (issue 17) --
+    timeout_s: float = 60.0      # one model / vector-database request
+    retries: int = 4             # its retries
+    sql_timeout_s: float = 30.0  # one SQL statement
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -80,6 +84,9 @@ class RagbenchConfig:
             "robustness_examples": self.robustness_examples,
             "thresholds": self.thresholds,
             "gates": self.gates,
+            "timeout_s": self.timeout_s,
+            "retries": self.retries,
+            "sql_timeout_s": self.sql_timeout_s,
         }
 
 
@@ -100,6 +107,16 @@ def _int(name: str, raw: Any, minimum: int = 1) -> int:
         raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
     if number < minimum:
         raise ConfigError(f"{name} must be at least {minimum}, got {number}")
+    return number
+
+
+def _seconds(name: str, raw: Any) -> float:
+    try:
+        number = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not number > 0 or number == float("inf"):
+        raise ConfigError(f"{name} must be a positive number of seconds, got {raw!r}")
     return number
 
 
@@ -241,4 +258,7 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         corpus_paths=tuple(p.resolve() for p in corpus),
         thresholds=settings["thresholds"],
         gates=settings["gates"],
+        timeout_s=_seconds("--ragbench-timeout", options.value(config, "ragbench_timeout")),
+        retries=_int("--ragbench-retries", options.value(config, "ragbench_retries"), minimum=0),
+        sql_timeout_s=_seconds("ragbench_sql_timeout", config.getini("ragbench_sql_timeout")),
     )

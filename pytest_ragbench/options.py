@@ -59,6 +59,13 @@ OPTIONS: tuple[Option, ...] = (
            "(e.g. typos,case,injection; default all)"),
     Option("--ragbench-robustness-examples", "perturbed examples per case (default 10)",
            default="10"),
+    # -- bounds on outside calls (issue 17) --
+    Option("--ragbench-timeout", "seconds one model or vector-database request may take "
+           "before it is retried (default 60)", default="60"),
+    Option("--ragbench-retries", "retries of a failed or timed-out model or vector-database "
+           "request (default 4). Worst case per call: (retries + 1) x timeout plus the "
+           "backoff between tries (at most 20 s each): with the defaults 5 x 60 s + 7.5 s = "
+           "307.5 s", default="4"),
 )
 
 # Ini-only keys (no flag).
@@ -67,6 +74,9 @@ INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
     ("ragbench_dbs", "named databases as 'name=url' lines", "linelist", []),
     ("ragbench_ragcsv", "extra .csv files to read as RAGCSV", "linelist", []),
     ("ragbench_corpus", "document folders/files indexed by the default retriever", "linelist", []),
+    # -- bounds on outside calls (issue 17) --
+    ("ragbench_sql_timeout", "seconds one SQL statement (and connecting) may take before it "
+     "is stopped and its item fails (default 30)", "string", "30"),
 )
 
 
