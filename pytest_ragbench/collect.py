@@ -286,13 +286,13 @@ def _empty_part(folder: Path, documents: set[str], queries: dict[str, str],
 def _missing_documents(qrels: dict[str, dict[str, int]], documents: set[str], lines: Any,
                        shown: str) -> CaseError | None:
     """One data error counting the judgments whose document is not in the corpus."""
-    missing = sorted((lines.first_line.get(query_id, 0), query_id, doc_id)
+    missing = sorted((lines.judgment_line.get((query_id, doc_id), 0), query_id, doc_id)
                      for query_id, judged in qrels.items() for doc_id in judged
                      if doc_id not in documents)
     if not missing:
         return None
     queries = len({query_id for _, query_id, _ in missing})
-    listed = ", ".join(f"{q} -> {d}" for _, q, d in missing[:5])
+    listed = ", ".join(f"line {n}: {q} -> {d}" for n, q, d in missing[:5])
     more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
     return CaseError(f"{len(missing)} judgment(s) of {queries} query(ies) name documents "
                      f"missing from corpus.jsonl ({listed}{more}): those queries are scored "

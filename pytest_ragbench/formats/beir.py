@@ -160,6 +160,7 @@ class QrelsLines:
 
     first_line: dict[str, int] = field(default_factory=dict)
     errors: dict[str, list[CaseError]] = field(default_factory=dict)
+    judgment_line: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 def read_qrels(path: Path, errors: list[CaseError], lines: QrelsLines | None = None
@@ -196,6 +197,8 @@ def read_qrels(path: Path, errors: list[CaseError], lines: QrelsLines | None = N
                 lines.errors.setdefault(fields[0], []).append(error)
             continue
         qrels.setdefault(query_id, {})[doc_id] = grade
+        if lines is not None:
+            lines.judgment_line[(query_id, doc_id)] = number
     return qrels, header
 
 
