@@ -110,6 +110,15 @@ class CaseFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield one item per case and item kind, and one failing item per bad record."""
+        from pytest_ragbench.cases.records import gc_paused
+
+        with gc_paused():  # see cases/records.py: millions of objects, no cycles
+            entries = self._entries()
+        for _, item in sorted(entries, key=lambda entry: entry[0]):
+            yield item
+
+    def _entries(self) -> list[tuple[int, pytest.Item]]:
+        """(line, item) for every item of the file."""
         from pytest_ragbench.cases.build import build_cases
         from pytest_ragbench.cases.loaders import read_case_file
         from pytest_ragbench.cases.model import Case
@@ -123,8 +132,8 @@ class CaseFile(pytest.File):
             result = build_cases(read_case_file(self.path))
         except CaseError as exc:
             # The whole file is unreadable: one failing item, and the session goes on.
-            yield InvalidCaseItem.create(self, _relocate(exc, shown), None, self.path.name)
-            return
+            return [(0, InvalidCaseItem.create(self, _relocate(exc, shown), None,
+                                               self.path.name))]
         settings = get_config(self.config)
         first_seen: dict[str, Case] = {}
         entries: list[tuple[int, pytest.Item]] = []
@@ -152,8 +161,7 @@ class CaseFile(pytest.File):
             entries.append((error.line or 0, InvalidCaseItem.create(
                 self, _relocate(error, shown), kinds[0].name if kinds else None,
                 entry.case_id)))
-        for _, item in sorted(entries, key=lambda entry: entry[0]):
-            yield item
+        return entries
 
 
 class NotImported(pytest.File):

@@ -6,6 +6,7 @@ user's conftest.py), ``-k``/``-m``, ``--lf`` and IDE runners work with public AP
 
 from __future__ import annotations
 
+import functools
 import inspect
 import time
 import warnings
@@ -127,6 +128,15 @@ def _signature(names: tuple[str, ...]) -> Callable[..., None]:
 _SHARED_FIXTURE_INFO = pytest.StashKey[dict[tuple[str, ...], tuple[Callable[..., None], Any]]]()
 
 
+_CATEGORY_MARKERS = pytest.StashKey[set[str]]()
+
+
+@functools.lru_cache(maxsize=256)
+def _mark(name: str) -> pytest.MarkDecorator:
+    """``pytest.mark.<name>``, made once per name (not once per item)."""
+    return getattr(pytest.mark, name)
+
+
 def _restructure_id(item: pytest.Item) -> None:
     """Give a ``kind[id]`` item the structured id pytest gives parametrized tests.
 
@@ -191,7 +201,7 @@ class CaseItem(pytest.Function):
             shared[names] = (callobj, getattr(item, "_fixtureinfo", None))
         _restructure_id(item)
         for name in ("ragbench", item_kind.name):
-            item.add_marker(name)
+            item.add_marker(_mark(name))
         asks = "ragbench_system" in item_kind.fixtures
         request = answer_request(case) if asks else None
         if request is not None:
@@ -200,8 +210,11 @@ class CaseItem(pytest.Function):
             item.stash[ANSWER_REQUEST] = request  # prefetched with every other answer
         if case.category:
             category = marker_name(case.category)
-            parent.config.addinivalue_line("markers", f"{category}: ragbench case category")
-            item.add_marker(category)
+            registered = parent.config.stash.setdefault(_CATEGORY_MARKERS, set())
+            if category not in registered:
+                registered.add(category)
+                parent.config.addinivalue_line("markers", f"{category}: ragbench case category")
+            item.add_marker(_mark(category))
         return item
 
     # -- running ------------------------------------------------------------------------

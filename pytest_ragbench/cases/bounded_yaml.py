@@ -86,7 +86,7 @@ def load(text: str) -> YamlDocument:
         if root is None:
             return YamlDocument(None, None)
         builder = _Builder(loader, max(EXPANSION_ALLOWANCE, own_nodes))
-        data = builder.build(root, _line(root))
+        data = builder.build(root, root)
         return YamlDocument(data, root, builder.duplicates)
     finally:
         loader.dispose()
@@ -122,88 +122,98 @@ def _check_nesting(cls: type[Any], text: str) -> int:
 class _Builder:
     """Construct the data from the composed nodes, checking what PyYAML does not.
 
-    Each node is built once (an alias returns the same object, as PyYAML does); its
-    expanded size and depth are remembered, so an alias costs O(1) to check.
+    Each collection is built once (an alias returns the same object, as PyYAML does); its
+    expanded size and depth are remembered, so an alias costs O(1) to check. Scalars are
+    built where they stand: one value each, whether aliased or not.
     """
 
     def __init__(self, constructor: Any, allowance: int) -> None:
         self.constructor = constructor  # the loader is a SafeConstructor
         self.allowance = allowance
         self.built: dict[int, Any] = {}
-        self.size: dict[int, int] = {}    # values the node holds when expanded
+        self.size: dict[int, int] = {}    # values the collection holds when expanded
         self.depth: dict[int, int] = {}   # its nesting depth when expanded
-        self.open: set[int] = set()       # nodes being built (an alias to one is recursive)
+        self.open: set[int] = set()       # collections being built (an alias: recursive)
         self.extra = 0                    # values added by aliases so far
         self.duplicates: list[DuplicateKey] = []
 
-    def build(self, node: Any, line: int) -> Any:
-        """Return the value of ``node``; ``line`` is where it is used (for an alias)."""
+    def build(self, node: Any, where: Any) -> Any:
+        """Return the value of ``node``; ``where`` is the node it is used at (for errors)."""
+        return self._child(node, where)[0]
+
+    def _child(self, node: Any, where: Any) -> tuple[Any, int, int]:
+        """The value of ``node`` with its expanded size and depth."""
+        if node.id == "scalar":  # not isinstance: see _loader_class
+            if node.tag == _STR:
+                return node.value, 1, 0
+            return self.constructor.construct_object(node), 1, 0
         key = id(node)
         if key in self.built:
-            return self._alias(node, line)
+            size = self.size[key]
+            self.extra += size
+            if self.extra > self.allowance:
+                raise YamlLimitError(
+                    f"aliases expand this document past {self.allowance:,} values beyond its "
+                    f"own (here an alias repeats the {size:,} values anchored on line "
+                    f"{_line(node)}); case data must not be multiplied by aliases",
+                    _line(where))
+            return self.built[key], size, self.depth[key]
         if key in self.open:
             raise YamlLimitError(f"a recursive alias (its anchor is on line {_line(node)}) "
-                                 "cannot be expanded", line)
-        if node.id == "scalar":  # not isinstance: see _loader_class
-            value = node.value if node.tag == _STR else self.constructor.construct_object(node)
-            self.size[key], self.depth[key] = 1, 0
-        else:
-            self.open.add(key)
-            try:
-                value = self._collection(node)
-            finally:
-                self.open.discard(key)
-        self.built[key] = value
-        return value
-
-    def _alias(self, node: Any, line: int) -> Any:
-        key = id(node)
-        self.extra += self.size[key]
-        if self.extra > self.allowance:
-            raise YamlLimitError(
-                f"aliases expand this document past {self.allowance:,} values beyond its own "
-                f"(here an alias repeats the {self.size[key]:,} values anchored on line "
-                f"{_line(node)}); case data must not be multiplied by aliases", line)
-        return self.built[key]
-
-    def _collection(self, node: Any) -> Any:
-        key = id(node)
-        children: list[Any]
-        if node.id == "mapping":
-            self._check_keys(node)
-            self.constructor.flatten_mapping(node)  # merge keys (<<), as SafeConstructor does
-            pairs = [(self.build(k, _line(k)), self.build(v, _line(k))) for k, v in node.value]
-            children = [n for pair in node.value for n in pair]
-            value: Any = {}
-            for name, item in pairs:
-                try:
-                    value[name] = item
-                except TypeError:
-                    raise YamlLimitError(f"a mapping key must be a plain value, got "
-                                         f"{type(name).__name__}", _line(node)) from None
-        elif node.id == "sequence":
-            value = [self.build(child, _line(node)) for child in node.value]
-            children = list(node.value)
-        else:  # pragma: no cover - composers make only these three
-            raise TypeError(node)
-        self.size[key] = 1 + sum(self.size[id(child)] for child in children)
-        depth = 1 + max((self.depth[id(child)] for child in children), default=0)
+                                 "cannot be expanded", _line(where))
+        self.open.add(key)
+        try:
+            value, size, depth = self._collection(node)
+        finally:
+            self.open.discard(key)
         if depth > MAX_DEPTH:
             raise YamlLimitError(f"aliases nest this value more than {MAX_DEPTH} levels deep",
                                  _line(node))
-        self.depth[key] = depth
+        self.built[key], self.size[key], self.depth[key] = value, size, depth
+        return value, size, depth
+
+    def _collection(self, node: Any) -> tuple[Any, int, int]:
+        size, depth = 1, 0
+        child = self._child
+        value: Any
+        if node.id == "sequence":
+            value = []
+            for item in node.value:
+                built, item_size, item_depth = child(item, node)
+                value.append(built)
+                size += item_size
+                depth = max(depth, item_depth)
+        else:
+            self._check_keys(node)
+            value = {}
+            for key_node, value_node in node.value:
+                name, key_size, key_depth = child(key_node, key_node)
+                built, item_size, item_depth = child(value_node, key_node)
+                try:
+                    value[name] = built
+                except TypeError:
+                    raise YamlLimitError(f"a mapping key must be a plain value, got "
+                                         f"{type(name).__name__}", _line(key_node)) from None
+                size += key_size + item_size
+                depth = max(depth, key_depth, item_depth)
         if node.tag not in (_SEQ, _MAP):  # !!set, !!omap, !!pairs: PyYAML's own constructors
             value = self.constructor.construct_object(node, deep=True)
-        return value
+        return value, size, depth + 1
 
     def _check_keys(self, node: Any) -> None:
-        first: dict[tuple[str, str], int] = {}
+        """Note keys given twice, then apply merge keys (``<<``) as SafeConstructor does."""
+        first: dict[tuple[str, str], Any] = {}
+        merge = False
         for key_node, _ in node.value:
-            if key_node.id != "scalar" or key_node.tag == _MERGE:
+            if key_node.id != "scalar":
+                continue
+            if key_node.tag == _MERGE:
+                merge = True
                 continue
             name = (key_node.tag, key_node.value)
-            if name in first:
-                self.duplicates.append(DuplicateKey(str(key_node.value), first[name],
+            earlier = first.setdefault(name, key_node)
+            if earlier is not key_node:
+                self.duplicates.append(DuplicateKey(str(key_node.value), _line(earlier),
                                                     _line(key_node)))
-            else:
-                first[name] = _line(key_node)
+        if merge:
+            self.constructor.flatten_mapping(node)

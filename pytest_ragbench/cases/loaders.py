@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.cases.pymodule import read_python_module
-from pytest_ragbench.cases.records import FileRecords, RawRecord
+from pytest_ragbench.cases.records import FileRecords, RawRecord, gc_paused
 from pytest_ragbench.errors import CaseError
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -45,6 +45,11 @@ class LineProblem:
 
 def read_case_file(path: Path) -> FileRecords:
     """Read one case file; a file-level problem raises :class:`CaseError`."""
+    with gc_paused():
+        return _read_case_file(path)
+
+
+def _read_case_file(path: Path) -> FileRecords:
     try:
         raw = path.read_bytes()
     except OSError as exc:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,3 +49,20 @@ class FileRecords:
     errors: list[CaseError] = field(default_factory=list)
     defaults: dict[str, Any] = field(default_factory=dict)
     rejected: list[tuple[RawRecord, CaseError]] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while cases are read and built.
+
+    A big case file makes millions of objects with no reference cycles; collecting the
+    growing heap again and again cost as much as parsing it. Cycles made meanwhile are
+    collected once the collector runs again.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
