@@ -58,12 +58,14 @@ class RagbenchConfig:
     qdrant_path: str | None = None
     collection: str | None = None
     max_docs: int | None = None
-    timeout_s: float = 60.0
-    retries: int = 4
     # seed 003's knobs (issue 20): None = every case / each kind's own answer cap
     limit: int | None = None
     max_tokens: int | None = None
     ragcsv_debug: bool = False
+    # -- bounds on outside calls (issue 17) --
+    timeout_s: float = 60.0      # one model / vector-database request
+    retries: int = 4             # its retries
+    sql_timeout_s: float = 30.0  # one SQL statement
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -104,6 +106,9 @@ class RagbenchConfig:
             "max_docs": self.max_docs,
             "limit": self.limit,
             "max_tokens": self.max_tokens,
+            "timeout_s": self.timeout_s,
+            "retries": self.retries,
+            "sql_timeout_s": self.sql_timeout_s,
         }
 
 
@@ -124,6 +129,16 @@ def _int(name: str, raw: Any, minimum: int = 1) -> int:
         raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
     if number < minimum:
         raise ConfigError(f"{name} must be at least {minimum}, got {number}")
+    return number
+
+
+def _seconds(name: str, raw: Any) -> float:
+    try:
+        number = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not number > 0 or number == float("inf"):
+        raise ConfigError(f"{name} must be a positive number of seconds, got {raw!r}")
     return number
 
 
@@ -284,6 +299,9 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         max_tokens=_optional_int("--ragbench-max-tokens",
                                  env_setting(config, "ragbench_max_tokens")),
         ragcsv_debug=bool(env_setting(config, "ragcsv_debug")),
+        timeout_s=_seconds("--ragbench-timeout", options.value(config, "ragbench_timeout")),
+        retries=_int("--ragbench-retries", options.value(config, "ragbench_retries"), minimum=0),
+        sql_timeout_s=_seconds("ragbench_sql_timeout", config.getini("ragbench_sql_timeout")),
     )
 
 

@@ -6,6 +6,7 @@ user's conftest.py), ``-k``/``-m``, ``--lf`` and IDE runners work with public AP
 
 from __future__ import annotations
 
+import functools
 import inspect
 import time
 import warnings
@@ -151,6 +152,21 @@ def _signature(names: tuple[str, ...]) -> Callable[..., None]:
     return case_item
 
 
+# Items of one file asking for the same fixtures share their test function and fixture
+# closure, as pytest's own parametrized functions do: working out the closure again for
+# each of 100,000 cases took half of collection.
+_SHARED_FIXTURE_INFO = pytest.StashKey[dict[tuple[str, ...], tuple[Callable[..., None], Any]]]()
+
+
+_CATEGORY_MARKERS = pytest.StashKey[set[str]]()
+
+
+@functools.lru_cache(maxsize=256)
+def _mark(name: str) -> pytest.MarkDecorator:
+    """``pytest.mark.<name>``, made once per name (not once per item)."""
+    return getattr(pytest.mark, name)
+
+
 def _restructure_id(item: pytest.Item) -> None:
     """Give a ``kind[id]`` item the structured id pytest gives parametrized tests.
 
@@ -205,12 +221,17 @@ class CaseItem(pytest.Function):
         if item_kind.case_kind == ANY_CASE_KIND:  # robust[<case kind>-<id>]
             case_label = f"{case.kind}-{case.id}"
         label = f"{system}-{case_label}" if system else case_label
-        item = cls.from_parent(parent, name=f"{item_kind.name}[{label}]",
-                               callobj=_signature(item_fixtures(item_kind, system)), case=case,
-                               item_kind=item_kind, system=system)
+        names = item_fixtures(item_kind, system)
+        shared = parent.stash.setdefault(_SHARED_FIXTURE_INFO, {})
+        callobj, fixtureinfo = shared.get(names) or (_signature(names), None)
+        item = cls.from_parent(parent, name=f"{item_kind.name}[{label}]", callobj=callobj,
+                               fixtureinfo=fixtureinfo, case=case, item_kind=item_kind,
+                               system=system)
+        if fixtureinfo is None:
+            shared[names] = (callobj, getattr(item, "_fixtureinfo", None))
         _restructure_id(item)
         for name in ("ragbench", item_kind.name):
-            item.add_marker(name)
+            item.add_marker(_mark(name))
         asks = "ragbench_system" in item_kind.fixtures
         request = answer_request(case) if asks else None
         if request is not None:
@@ -219,8 +240,11 @@ class CaseItem(pytest.Function):
             item.stash[ANSWER_REQUEST] = request  # prefetched with every other answer
         if case.category:
             category = marker_name(case.category)
-            parent.config.addinivalue_line("markers", f"{category}: ragbench case category")
-            item.add_marker(category)
+            registered = parent.config.stash.setdefault(_CATEGORY_MARKERS, set())
+            if category not in registered:
+                registered.add(category)
+                parent.config.addinivalue_line("markers", f"{category}: ragbench case category")
+            item.add_marker(_mark(category))
         return item
 
     # -- running ------------------------------------------------------------------------

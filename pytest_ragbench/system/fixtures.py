@@ -265,6 +265,7 @@ def ragbench_llm(request: pytest.FixtureRequest, ragbench_config: RagbenchConfig
         client = OpenAICompatibleClient(
             ragbench_config.llm_url, ragbench_config.llm_model or "default",
             api_key_env="RAGBENCH_LLM_API_KEY", concurrency=ragbench_config.concurrency,
+            timeout_s=ragbench_config.timeout_s, max_retries=ragbench_config.retries,
             cache=ragbench_cache.responses, loop=ragbench_loop, role="generator")
         _record(request, "generator", client)
         yield client
@@ -295,6 +296,7 @@ def ragbench_judge(request: pytest.FixtureRequest, ragbench_config: RagbenchConf
     client = OpenAICompatibleClient(
         ragbench_config.judge_url, ragbench_config.judge_model or "default",
         api_key_env="RAGBENCH_JUDGE_API_KEY", concurrency=ragbench_config.concurrency,
+        timeout_s=ragbench_config.timeout_s, max_retries=ragbench_config.retries,
         cache=ragbench_cache.responses, loop=ragbench_loop, role="judge")
     _record(request, "judge", client)
     yield client
