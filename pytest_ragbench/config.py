@@ -49,6 +49,11 @@ class RagbenchConfig:
     corpus_paths: tuple[Path, ...] = ()
     thresholds: dict[str, Any] = field(default_factory=dict)
     gates: dict[str, float] = field(default_factory=dict)
+    # Judged metrics (issue 14): unscored limit and repeated judging.
+    max_unscored: float = 0.2
+    judge_samples: int = 1
+    judge_temperature: float | None = None  # None: 0 for one sample, 0.7 for more
+    inconclusive: str = "pass"
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -80,6 +85,10 @@ class RagbenchConfig:
             "robustness_examples": self.robustness_examples,
             "thresholds": self.thresholds,
             "gates": self.gates,
+            "max_unscored": self.max_unscored,
+            "judge_samples": self.judge_samples,
+            "judge_temperature": self.judge_temperature,
+            "inconclusive": self.inconclusive,
         }
 
 
@@ -241,4 +250,36 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         corpus_paths=tuple(p.resolve() for p in corpus),
         thresholds=settings["thresholds"],
         gates=settings["gates"],
+        **_judging(config),
     )
+
+
+def _judging(config: pytest.Config) -> dict[str, Any]:
+    """The options of judged metrics (issue 14), checked."""
+    share = _float("--ragbench-max-unscored", options.value(config, "ragbench_max_unscored"))
+    if not 0.0 <= share <= 1.0:
+        raise ConfigError(f"--ragbench-max-unscored must be a share from 0 to 1, got {share:g}")
+    raw_temperature = options.value(config, "ragbench_judge_temperature")
+    temperature = None
+    if raw_temperature not in (None, ""):
+        temperature = _float("--ragbench-judge-temperature", raw_temperature)
+        if temperature < 0:
+            raise ConfigError(f"--ragbench-judge-temperature must be at least 0, "
+                              f"got {temperature:g}")
+    policy = str(options.value(config, "ragbench_inconclusive") or "pass")
+    if policy not in ("pass", "fail"):
+        raise ConfigError(f"--ragbench-inconclusive must be 'pass' or 'fail', got {policy!r}")
+    return {"max_unscored": share,
+            "judge_samples": _int("--ragbench-judge-samples",
+                                  options.value(config, "ragbench_judge_samples")),
+            "judge_temperature": temperature, "inconclusive": policy}
+
+
+def _float(name: str, raw: Any) -> float:
+    try:
+        number = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+    if number != number:  # NaN
+        raise ConfigError(f"{name} must be a number, got {raw!r}")
+    return number

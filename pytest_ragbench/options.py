@@ -59,6 +59,15 @@ OPTIONS: tuple[Option, ...] = (
            "(e.g. typos,case,injection; default all)"),
     Option("--ragbench-robustness-examples", "perturbed examples per case (default 10)",
            default="10"),
+    # Judged metrics you can trust (issue 14): unscored limit, repeated judging.
+    Option("--ragbench-max-unscored", "with a judge, fail the session when a judged metric "
+           "has more than this share of its items unscored (default 0.2)", default="0.2"),
+    Option("--ragbench-judge-samples", "ask the judge N times per item with distinct seeds; "
+           "the item's score is the mean (default 1)", default="1"),
+    Option("--ragbench-judge-temperature", "judge temperature (default 0 for one sample, "
+           "0.7 for more)"),
+    Option("--ragbench-inconclusive", "an item whose threshold lies inside its own judge "
+           "interval (3+ samples): 'pass' with a warning (default) or 'fail'", default="pass"),
 )
 
 # Ini-only keys (no flag).

@@ -25,6 +25,8 @@ class Outcome:
     usage: dict[str, Any] = field(default_factory=dict)
     # One line saying what went wrong, shown first when the item fails.
     summary: str | None = None
+    # What the judge scored: judged metric names, every sample, settings (metrics/repeated.py).
+    judge: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class ItemRecord:
     error: str | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
+    # Judged metrics, their samples and inconclusive verdicts (metrics/repeated.py).
+    judge: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:

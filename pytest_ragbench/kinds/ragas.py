@@ -58,6 +58,7 @@ from pytest_ragbench.items import CaseItem, RunContext
 from pytest_ragbench.kinds.answer_common import agenerate, call_usage, usage_of
 from pytest_ragbench.metrics.judged import JUDGED_METRICS, JudgedScores, ajudged_result
 from pytest_ragbench.metrics.registry import Score, Unscored
+from pytest_ragbench.metrics.repeated import JudgeSettings
 from pytest_ragbench.records import Outcome
 from pytest_ragbench.system.prompts import ANSWER_MAX_TOKENS
 from pytest_ragbench.system.protocols import Answer, Context
@@ -91,6 +92,7 @@ class Models:
 
     judge: Any
     embedder: Any
+    settings: JudgeSettings = field(default_factory=JudgeSettings)
     generator: Any = None
     no_generator_reason: str = ""
     generator_resolved: bool = False
@@ -120,7 +122,7 @@ def run(case: RagasCase, context: RunContext) -> Outcome:
             models.resolve_generator(context)
         ask = _ask_now(case, context)
         evaluation = context.fixture("ragbench_loop").run(evaluate(case, models, ask))
-    return outcome(case, evaluation, models.embedder)
+    return outcome(case, evaluation, models.embedder, models)
 
 
 # -- the model work of one item (run ahead by the stage, or in the item) ---------------
@@ -132,7 +134,7 @@ async def evaluate(case: RagasCase, models: Models, ask_system: AskSystem | None
     judged = await ajudged_result(JUDGED_METRICS, question=case.question,
                                   answer=supplied.answer, contexts=supplied.contexts,
                                   reference=case.ground_truth, judge=models.judge,
-                                  embedder=models.embedder)
+                                  embedder=models.embedder, settings=models.settings)
     return Evaluation(supplied, judged)
 
 
@@ -199,8 +201,11 @@ def _ask_now(case: RagasCase, context: RunContext) -> AskSystem | None:
 # -- scoring ---------------------------------------------------------------------------
 
 
-def outcome(case: RagasCase, evaluation: Evaluation, embedder: Any) -> Outcome:
+def outcome(case: RagasCase, evaluation: Evaluation, embedder: Any,
+            models: Models | None = None) -> Outcome:
     """The judged scores plus the judge-free ones, with the evidence."""
+    from pytest_ragbench.metrics.repeated import evidence_lines, outcome_judge
+
     supplied = evaluation.supplied
     scores: dict[str, Score] = dict(evaluation.judged.scores)
     scores.update(judge_free_scores(supplied.answer, supplied.contexts, case.ground_truth,
@@ -208,9 +213,15 @@ def outcome(case: RagasCase, evaluation: Evaluation, embedder: Any) -> Outcome:
     metrics = {n: float(v) for n, v in scores.items() if not isinstance(v, Unscored)}
     unscored = {n: v.reason for n, v in scores.items() if isinstance(v, Unscored)}
     errors = [] if supplied.answer.strip() else [f"the answer is empty (from {supplied.source})"]
-    return Outcome(metrics=metrics, unscored=unscored, errors=errors,
-                   evidence=evidence(case, supplied),
-                   usage={**supplied.usage, **evaluation.judged.usage})
+    shown = evidence(case, supplied)
+    judge: dict[str, Any] = {}
+    samples = evaluation.judged.samples
+    if samples and models is not None:
+        judge = outcome_judge(samples, models.settings, models.judge)
+        if models.settings.samples > 1:
+            shown["judge samples"] = evidence_lines(samples)
+    return Outcome(metrics=metrics, unscored=unscored, errors=errors, evidence=shown,
+                   usage={**supplied.usage, **evaluation.judged.usage}, judge=judge)
 
 
 def judge_free_scores(answer: str, contexts: tuple[str, ...], ground_truth: str,
@@ -260,7 +271,8 @@ _STAGE = pytest.StashKey[Any]()  # the ragas items' Prefetcher, or None
 def _models(context: RunContext) -> Models:
     """The judge and embedder, kept for the session (fixtures are session-scoped)."""
     return context.session_state(_MODELS, lambda: Models(
-        judge=context.fixture("ragbench_judge"), embedder=context.fixture("ragbench_embedder")))
+        judge=context.fixture("ragbench_judge"), embedder=context.fixture("ragbench_embedder"),
+        settings=JudgeSettings.from_config(context.config)))
 
 
 def _stage(context: RunContext, models: Models) -> Any:
