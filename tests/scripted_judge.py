@@ -17,6 +17,8 @@ Script (``ScriptedJudge`` attributes):
   (ContextPrecisionOutput);
 - ``attributed``: a reference statement is attributed (1) when it contains this word
   (ContextRecallOutput);
+- ``grade``: the reply to a grade (schema "grade": RAGCSV accuracy, judge_relevance), a
+  fixed integer or a function of the prompt's text;
 - ``broken``: schema names whose reply is broken: "text" (not JSON) or "shape" (JSON of
   the wrong shape).
 """
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +67,7 @@ class ScriptedJudge:
     useful: str = "useful"
     attributed: str = "Paris"
     broken: dict[str, str] = field(default_factory=dict)
+    grade: int | Callable[[str], int] = 7
     seen: list[str] = field(default_factory=list)
     _seed: int | None = None
 
@@ -75,6 +79,10 @@ class ScriptedJudge:
         if self.broken.get(name) == "shape":
             return json.dumps({"statements": "not a list", "classifications": 3,
                                "question": ["x"], "verdict": "maybe"})
+        if name == "grade":
+            prompt = str(body["messages"][-1]["content"])
+            value = self.grade(prompt) if callable(self.grade) else self.grade
+            return json.dumps({"score": value})
         data = prompt_input(body)
         reply = getattr(self, f"_{name}", None)
         if reply is None:

@@ -25,7 +25,8 @@ never escapes; a value outside the metric's range (verdicts other than 0/1) as w
 Repeated judging (``settings``, :class:`~.repeated.JudgeSettings`): each metric is computed
 ``samples`` times, sample ``i`` asking every judge call with seed ``i`` at the settings'
 temperature; the score is the mean of the scored samples and ``JudgedScores.samples``
-keeps every one.
+keeps every one (only for the metrics the judge was asked about: a metric missing its
+inputs is unscored without a call and without samples).
 
 :func:`judged_scores` is synchronous: ragas runs on a private event loop and each judge
 call is the judge's blocking ``generate`` in a worker thread (the OpenAI-compatible
@@ -150,17 +151,17 @@ def _missing_input(name: str, *, question: str, answer: str, contexts: Sequence[
 async def _score_all(names: list[str], *, question: str, answer: str, contexts: Sequence[str],
                      reference: str | None, judge: Judge, embedder: Embedder | None,
                      use_async: bool, settings: JudgeSettings) -> JudgedScores:
-    samples: dict[str, list[Score]] = {}
+    scores: dict[str, Score] = {}
     todo = []
     for name in names:
         missing = _missing_input(name, question=question, answer=answer, contexts=contexts,
                                  reference=reference, embedder=embedder)
         if missing:
-            samples[name] = [Unscored(missing)]
+            scores[name] = Unscored(missing)  # not asked: no samples
         else:
             todo.append(name)
     if not todo:
-        return JudgedScores({n: combine(samples[n]) for n in names}, samples=samples)
+        return JudgedScores(scores)
     from pytest_ragbench.metrics import ragas_bridge
 
     usage = ragas_bridge.JudgeUsage()
@@ -181,11 +182,12 @@ async def _score_all(names: list[str], *, question: str, answer: str, contexts: 
 
     jobs = [(name, seed) for name in todo for seed in settings.seeds]
     values = await asyncio.gather(*(one(name, seed) for name, seed in jobs))
+    samples: dict[str, list[Score]] = {name: [] for name in todo}
     for (name, _), value in zip(jobs, values, strict=True):
-        samples.setdefault(name, []).append(value)
-    return JudgedScores({name: combine(samples[name]) for name in names},
-                        {"judge": usage.to_dict()},
-                        {name: samples[name] for name in names})
+        samples[name].append(value)
+    scores.update((name, combine(samples[name])) for name in todo)
+    return JudgedScores({name: scores[name] for name in names}, {"judge": usage.to_dict()},
+                        samples)
 
 
 def _checked(name: str, value: float) -> Score:

@@ -65,7 +65,7 @@ async def ajudge_relevance(judge: Any, query: str, texts: Sequence[str],
     if judge is None:
         return Relevance(Unscored(NO_JUDGE))
     if not texts:
-        return Relevance(Unscored(NOTHING), [Unscored(NOTHING)])
+        return Relevance(Unscored(NOTHING))  # the judge is not asked: no samples
     jobs = [(i, seed) for i in range(len(texts)) for seed in settings.seeds]
     done = await asyncio.gather(*(
         agrade(judge, relevance_messages(query, texts[i], noun), high=HIGH,

@@ -99,12 +99,14 @@ def outcome_judge(samples: Mapping[str, Sequence[Score]], settings: JudgeSetting
                   judge: Any = None, **extra: Any) -> dict[str, Any]:
     """The ``judge`` part of an Outcome: which metrics the judge scored, and every sample.
 
-    ``metrics`` lists the judged metrics of the item (the report's unscored limit counts
-    those); ``samples`` is ``{metric: [value or reason, ...]}``, one entry per sample.
+    ``metrics`` lists the metrics the judge was asked about for this item (the report's
+    unscored limit counts those; a metric without samples was not asked, e.g. nothing was
+    retrieved); ``samples`` is ``{metric: [value or reason, ...]}``, one entry per sample.
     """
+    asked = {name: values for name, values in samples.items() if values}
     info: dict[str, Any] = {
-        "metrics": sorted(samples),
-        "samples": {name: as_json(values) for name, values in sorted(samples.items())},
+        "metrics": sorted(asked),
+        "samples": {name: as_json(values) for name, values in sorted(asked.items())},
         "n_samples": settings.samples, "temperature": settings.temperature,
     }
     mode = getattr(judge, "structured_output", None)
@@ -118,6 +120,8 @@ def evidence_lines(samples: Mapping[str, Sequence[Score]]) -> str:
     """``metric: v1, v2, ... (mean m, sd s)`` per metric, for a failure message."""
     lines = []
     for name, values in sorted(samples.items()):
+        if not values:
+            continue
         shown = ", ".join(f"unscored ({s.reason})" if isinstance(s, Unscored) else f"{s:.4g}"
                           for s in values)
         numbers = [float(s) for s in values if not isinstance(s, Unscored)]
