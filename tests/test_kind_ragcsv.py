@@ -130,7 +130,7 @@ def test_judge_grades_rows_answered_concurrently(pytester: pytest.Pytester,
     graded = next(b for b in judge.requests if "Paris" in _question(b))
     assert graded["temperature"] == 0.0 and graded["max_tokens"] == 16
     assert graded["response_format"]["json_schema"]["schema"]["properties"]["score"] == {
-        "type": "integer", "minimum": 0, "maximum": 100}
+        "type": "integer", "minimum": 0, "maximum": 100, "enum": list(range(101))}
     assert '{"score": <integer from 0 to 100>}' in graded["messages"][0]["content"]
     assert _question(graded) == ("Expected answer: Paris\n\nActual answer: The capital is "
                                  "Paris.\n\nAccuracy score (0-100):")

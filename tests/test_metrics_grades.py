@@ -66,7 +66,8 @@ def test_a_long_reply_is_quoted_to_200_characters() -> None:
 
 def test_the_scale_is_in_the_schema() -> None:
     schema = grade_schema(10)
-    assert schema["properties"]["score"] == {"type": "integer", "minimum": 0, "maximum": 10}
+    assert schema["properties"]["score"] == {"type": "integer", "minimum": 0, "maximum": 10,
+                                             "enum": list(range(11))}
     assert schema["required"] == ["score"]
 
 

@@ -348,3 +348,16 @@ def test_repeated_samples_that_all_fail_give_the_most_common_reason(
         client.close()
     assert result.scores["faithfulness"] == Unscored(
         "the judge found no statements in the answer (faithfulness undefined) (2 of 2 samples)")
+
+
+def test_an_error_inside_ragas_leaves_only_that_metric_unscored(server: LoopbackServer) -> None:
+    class BrokenEmbedder:
+        model_id = "broken"
+
+        def embed(self, texts: list[str]) -> Any:
+            raise RuntimeError("out of memory")
+
+    scores = score(server, BrokenEmbedder(), ("answer_relevancy", "context_recall"))
+    assert scores["context_recall"] == pytest.approx(2 / 3)
+    assert scores["answer_relevancy"] == Unscored(
+        "ragas could not compute answer_relevancy: RuntimeError: out of memory")

@@ -29,9 +29,16 @@ _INTEGER = re.compile(r"[+-]?\d+")
 
 
 def grade_schema(high: int) -> dict[str, Any]:
-    """The JSON schema of a grade from 0 to ``high``."""
+    """The JSON schema of a grade from 0 to ``high``.
+
+    The scale is also an ``enum``: llama.cpp's grammar ignores ``minimum``/``maximum`` but
+    honours an enum, so a grammar-constrained judge can only write a grade on the scale
+    (SmolLM2 asked for 0-100 otherwise copied "256" out of an answer). The reply is still
+    checked (:func:`read_grade`) for servers that do not constrain their output.
+    """
     return {"title": "grade", "type": "object",
-            "properties": {"score": {"type": "integer", "minimum": 0, "maximum": high}},
+            "properties": {"score": {"type": "integer", "minimum": 0, "maximum": high,
+                                     "enum": list(range(high + 1))}},
             "required": ["score"], "additionalProperties": False}
 
 

@@ -178,6 +178,8 @@ async def _score_all(names: list[str], *, question: str, answer: str, contexts: 
             result = await metric.ascore(**inputs)
         except ModelCallError as exc:  # the call failed, or the reply did not fit
             return Unscored(str(exc))
+        except Exception as exc:  # ragas (or the embedder) choking on a reply: this metric only
+            return Unscored(f"ragas could not compute {name}: {type(exc).__name__}: {exc}")
         return _checked(name, float(result.value))
 
     jobs = [(name, seed) for name in todo for seed in settings.seeds]
