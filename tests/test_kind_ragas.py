@@ -224,6 +224,26 @@ def test_a_judged_run_through_the_loopback_judge_is_cached(
     assert "faithfulness: 0.5, 0.5 (mean 0.5, sd 0)" in given["evidence"]["judge samples"]
 
 
+def test_a_judge_whose_every_reply_is_unusable_fails_the_session(
+        pytester: pytest.Pytester) -> None:
+    project = _project(pytester, [GIVEN, CONTEXTS_ONLY])
+    broken = dict.fromkeys(("StatementGeneratorOutput", "AnswerRelevanceOutput",
+                            "ContextPrecisionOutput", "ContextRecallOutput"), "text")
+    with LoopbackServer(ScriptedJudge(broken=broken)) as server:
+        result = project.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider",
+                                              "--ragbench-judge-url", server.url)
+    result.assert_outcomes(passed=2)  # the judge-free metrics still score every item
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    for metric in ("answer_relevancy", "context_precision", "context_recall", "faithfulness"):
+        result.stdout.fnmatch_lines([
+            f"FAILED judged metric ragas.{metric}: 2/2 items unscored (100.0%), more than "
+            "--ragbench-max-unscored 0.2; most common (2): judge call to model 'default': "
+            "reply is not one JSON object: 'I am sorry, I cannot grade this.'"])
+    given = _items(project)["given"]
+    assert given["metrics"]["token_f1"] > 0 and "faithfulness" in given["unscored"]
+    assert given["usage"]["judge"]["calls"] >= 4  # answered, counted, though unusable
+
+
 def test_an_exported_dataset_is_read_unchanged(pytester: pytest.Pytester) -> None:
     from pytest_ragbench.cli import main
 
