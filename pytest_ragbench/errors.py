@@ -75,3 +75,16 @@ class ConfigError(RagbenchError):
 
 class ModelCallError(RagbenchError):
     """A model call (generator, judge, embedder) failed after its retries."""
+
+
+class UnusableReply(ModelCallError):
+    """The model answered, but not with what was asked for (never cached).
+
+    ``reply`` is the reply's text; ``generation`` the answered call (usage and latency),
+    so that callers can count a call the server did answer.
+    """
+
+    def __init__(self, message: str, *, reply: str, generation: object = None) -> None:
+        super().__init__(message)
+        self.reply = reply
+        self.generation = generation

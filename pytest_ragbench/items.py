@@ -275,7 +275,10 @@ class CaseItem(pytest.Function):
             self.record = self._record("error", time.perf_counter() - start, error=str(exc))
             raise CaseFailed(self._evidence_text(str(exc), {})) from None
         limits = thresholds_mod.for_metrics(limits, [*outcome.metrics, *outcome.unscored])
-        failures = outcome.errors + thresholds_mod.failures(outcome.metrics, limits)
+        outcome = _settle_inconclusive(outcome, limits, config.inconclusive)
+        checked = {m: v for m, v in outcome.metrics.items()
+                   if m not in outcome.judge.get("inconclusive", {})}
+        failures = outcome.errors + thresholds_mod.failures(checked, limits)
         status = "failed" if failures else ("warning" if outcome.warnings else "passed")
         self.record = self._record(status, time.perf_counter() - start, outcome=outcome,
                                    failures=failures, limits=limits)
@@ -308,7 +311,7 @@ class CaseItem(pytest.Function):
             failures=list(failures or []), warnings=list(outcome.warnings),
             duration=duration, error=error, evidence=dict(outcome.evidence),
             usage=dict(outcome.usage), human=dict(self.case.human),
-            system_independent=outcome.system_independent,
+            system_independent=outcome.system_independent, judge=dict(outcome.judge),
         )
 
     def record_for_report(self, status: str, message: str | None) -> ItemRecord:
@@ -340,6 +343,28 @@ class CaseItem(pytest.Function):
         """Point IDEs at the case's own line (``sql: x``, or ``sql[bm25]: x`` for a system)."""
         system = f"[{self.system_name}]" if self.system_name else ""
         return self.path, self.case.line - 1, f"{self.item_kind.name}{system}: {self.case.id}"
+
+
+def _settle_inconclusive(outcome: Outcome, limits: dict[str, float], policy: str) -> Outcome:
+    """Mark judged metrics whose threshold lies in their judge interval (N >= 3 samples).
+
+    Such a metric's threshold is not applied: the item passes with a warning, or with
+    ``--ragbench-inconclusive=fail`` fails with the interval.
+    """
+    if not outcome.judge or not limits:
+        return outcome
+    import dataclasses
+
+    from pytest_ragbench.metrics.repeated import inconclusive
+
+    found = inconclusive(outcome.judge, limits, thresholds_mod.LOWER_IS_BETTER)
+    if not found:
+        return outcome
+    judge = {**outcome.judge, "inconclusive": found}
+    lines = list(found.values())
+    if policy == "fail":
+        return dataclasses.replace(outcome, judge=judge, errors=[*outcome.errors, *lines])
+    return dataclasses.replace(outcome, judge=judge, warnings=[*outcome.warnings, *lines])
 
 
 class InvalidCaseItem(pytest.Item):

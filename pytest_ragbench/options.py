@@ -84,6 +84,15 @@ OPTIONS: tuple[Option, ...] = (
            "request (default 4). Worst case per call: (retries + 1) x timeout plus the "
            "backoff between tries (at most 20 s each): with the defaults 5 x 60 s + 7.5 s = "
            "307.5 s", default="4"),
+    # Judged metrics you can trust (issue 14): unscored limit, repeated judging.
+    Option("--ragbench-max-unscored", "with a judge, fail the session when a judged metric "
+           "has more than this share of its items unscored (default 0.2)", default="0.2"),
+    Option("--ragbench-judge-samples", "ask the judge N times per item with distinct seeds; "
+           "the item's score is the mean (default 1)", default="1"),
+    Option("--ragbench-judge-temperature", "judge temperature (default 0 for one sample, "
+           "0.7 for more)"),
+    Option("--ragbench-inconclusive", "an item whose threshold lies inside its own judge "
+           "interval (3+ samples): 'pass' with a warning (default) or 'fail'", default="pass"),
 )
 
 # Ini-only keys (no flag).

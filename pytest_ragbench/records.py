@@ -28,6 +28,8 @@ class Outcome:
     # The answer did not depend on the system under test (ragbench_llm answered for a
     # system without answer_from): the item takes no part in comparisons of systems.
     system_independent: bool = False
+    # What the judge scored: judged metric names, every sample, settings (metrics/repeated.py).
+    judge: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class ItemRecord:
     # The case's human labels per metric (judge calibration, report/calibration.py).
     human: dict[str, float] = field(default_factory=dict)
     system_independent: bool = False  # see Outcome.system_independent
+    # Judged metrics, their samples and inconclusive verdicts (metrics/repeated.py).
+    judge: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:

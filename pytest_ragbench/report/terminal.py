@@ -366,9 +366,10 @@ def gate_lines(document: dict[str, Any]) -> list[str]:
 def render(document: dict[str, Any], written: Sequence[Path], report_dir: Path | None
            ) -> list[str]:
     """The whole section: counts first (then a blank line before each further part)."""
-    from pytest_ragbench.report import calibration, robustness
+    from pytest_ragbench.report import calibration, judging, robustness
 
-    parts = [metrics_lines(document), calibration.lines(document), breakdown_lines(document),
+    parts = [metrics_lines(document), judging.lines(document), calibration.lines(document),
+             breakdown_lines(document),
              robustness.lines(document),
              ragcsv_lines(document), beir_lines(document), usage_lines(document),
              components_lines(document), comparison_lines(document), gate_lines(document)]
