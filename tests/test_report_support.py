@@ -174,7 +174,8 @@ def items_jsonl(pytester: pytest.Pytester, folder: str = ".ragbench") -> list[di
     return [json.loads(line) for line in text.splitlines()]
 
 
-TIMING_KEYS = ("duration", "latency_s", "latency_p50_s", "latency_p95_s")
+TIMING_KEYS = ("duration", "latency_s", "latency_p50_s", "latency_p95_s", "service_s",
+               "service_p50_s", "service_p95_s")
 
 
 def without_timings(value: Any) -> Any:
