@@ -48,6 +48,7 @@ class RunContext:
     # What the system answered (system/trace.py) and the service time of each call.
     traces: list[dict[str, Any]] = field(default_factory=list)
     service_s: list[float] = field(default_factory=list)
+    latency_s: list[float] = field(default_factory=list)  # as the system reported them
 
     def fixture(self, name: str) -> Any:
         """Return a fixture value: one the item kind requested, else looked up now."""
@@ -102,6 +103,9 @@ class RunContext:
             seconds = time.perf_counter() - start
         if seconds is not None:
             self.service_s.append(seconds)
+        reported = getattr(answer, "latency_s", None)
+        if isinstance(reported, int | float) and not isinstance(reported, bool) and reported > 0:
+            self.latency_s.append(float(reported))
         if len(self.traces) < MAX_TRACES:
             # an odd answer object: the kind reports on it, the trace is left out
             with contextlib.suppress(Exception):
@@ -261,7 +265,8 @@ class CaseItem(pytest.Function):
         flat = any(key in usage for key in ("calls", "latency_s"))  # one role, unnamed
         if context is not None and context.service_s and not flat:
             # The plugin's own clock around each system call, beside the system's latency_s.
-            system = dict(usage.get("system") or {"calls": len(context.service_s)})
+            system = dict(usage.get("system") or {"calls": len(context.service_s),
+                                                  "latency_s": list(context.latency_s)})
             system["service_s"] = list(context.service_s)
             usage["system"] = system
         return ItemRecord(

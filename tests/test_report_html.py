@@ -167,7 +167,8 @@ OPEN_ITEM = """((nodeid) => {
   const evidence = row.querySelector('.evidence-failure');
   const rest = [...row.querySelectorAll('.evidence .text')];
   return {open: row.open, why: evidence.innerText, whyVisible: evidence.checkVisibility(),
-          evidence: rest.map(e => e.innerText), evidenceVisible: rest.every(e => e.checkVisibility()),
+          evidence: rest.map(e => e.innerText),
+          evidenceVisible: rest.every(e => e.checkVisibility()),
           text: row.innerText};
 })"""
 

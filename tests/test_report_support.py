@@ -37,6 +37,7 @@ BUILT = []  # every toy system made in this process, in order
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "toy: the test-only kind")
     _SAVED["kinds"], _SAVED["available"] = dict(kinds.ITEM_KINDS), kinds.AVAILABLE
     kinds.ITEM_KINDS["toy"] = TOY
     kinds.AVAILABLE = frozenset({"sql_ground_truth", "hybrid_ground_truth", "toy"})

@@ -122,8 +122,8 @@ def section(document: dict[str, Any]) -> str:
         '<label>search <input type="search" id="ragbench-search" '
         'placeholder="id, question, answer, evidence"></label>',
         '<span id="ragbench-count"></span>'])
-    return (f'<h2 id=items>Items</h2><p class=meta>{len(data["items"])} items, those that did not pass '
-            'first; open one for its question, expected answer, the system\'s answer and '
+    return (f'<h2 id=items>Items</h2><p class=meta>{len(data["items"])} items, those that did '
+            'not pass first; open one for its question, expected answer, the system\'s answer and '
             'contexts, every metric with its threshold, the judge\'s replies and the evidence. '
             'Needs JavaScript (inline, no network).</p>'
             f'<div class="filters">{filters}</div><div id="ragbench-list"></div>'
