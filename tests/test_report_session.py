@@ -134,7 +134,7 @@ def test_terminal_section_reads_at_a_glance(project: pytest.Pytester) -> None:
         "time per item * n * p50 * p95 * total",
         "components:",
         "  generator: toy lookup table",
-        "report: .ragbench/ (results.json, items.jsonl, leaderboard.csv, report.html)",
+        "report: .ragbench/ (items.jsonl, results.json, leaderboard.csv, report.html)",
     ])
 
 

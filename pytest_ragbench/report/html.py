@@ -301,14 +301,15 @@ def gates_section(document: dict[str, Any]) -> str:
             result = {False: "MISSED", None: "not checked"}.get(g.get("passed"), "passed")
             checked = "95% CI bound" if g.get("mode") == "ci-lower" else "mean"
             op = "<=" if g.get("direction") == "lower" else ">="
-            rows.append([g.get("gate"), f"{checked} {op} {g.get('bound')}",
+            label = "threshold " if g.get("source") == "threshold" else ""
+            rows.append([f'<span title="{esc(gate_line(g))}">{esc(label)}{esc(g.get("gate"))}'
+                         "</span>", f"{checked} {op} {g.get('bound')}",
                          terminal.num(plots.finite(g.get("value"))),
                          terminal.num(plots.finite(g.get("mean"))),
-                         interval_text(g), g.get("n", 0), result, gate_line(g)])
-            classes.append([""] * 6 + [{"MISSED": "bad", "passed": "good"}.get(result, "note"),
-                                       "note"])
-        parts.append(table(["gate", "checked", "value", "mean", "95% CI", "n", "result",
-                            "line"], rows, classes))
+                         interval_text(g), g.get("n", 0), result])
+            classes.append([""] * 6 + [{"MISSED": "bad", "passed": "good"}.get(result, "note")])
+        parts.append(table(["gate", "checked", "value", "mean", "95% CI", "n", "result"],
+                           rows, classes, raw=frozenset({0})))
     failing = {str(line) for line in document.get("failures") or []}
     if found:
         label = (document.get("baseline") or {}).get("label") or "baseline"

@@ -105,8 +105,12 @@ def decide(document: dict[str, Any]) -> Verdict:
     failures = [str(line) for line in document.get("failures") or []]
     gates = [g for g in document.get("gates") or [] if isinstance(g, dict)]
     missed = [g for g in gates if g.get("passed") is False]
-    if missed:
-        reasons.append(Reason(f"{plural(len(missed), 'gate')} missed", "gates"))
+    thresholds = sum(g.get("source") == "threshold" for g in missed)  # --ragbench-gate ci-lower
+    if len(missed) > thresholds:
+        reasons.append(Reason(f"{plural(len(missed) - thresholds, 'gate')} missed", "gates"))
+    if thresholds:
+        reasons.append(Reason(f"{plural(thresholds, 'threshold')} missed by the 95% CI bound",
+                              "gates"))
     failing_regressions = [f for f in failures if f.startswith("regression ")]
     if failing_regressions:
         reasons.append(Reason(f"{plural(len(failing_regressions), 'regression')} "
