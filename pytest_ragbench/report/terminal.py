@@ -54,15 +54,15 @@ def counts_rows(counts: dict[str, Any]) -> list[tuple[str, ...]]:
     """Items per status, per kind and per category within each kind."""
     rows: list[tuple[str, ...]] = [("kind", "category", "items", *COUNTED)]
     for kind, entry in counts.items():
-        rows.append(_count_row(kind, "(all)", entry["all"]))
-        categories = entry["categories"]
+        rows.append(_count_row(kind, "(all)", entry.get("all") or {}))
+        categories = entry.get("categories") or {}
         if len(categories) > 1 or "-" not in categories:
             rows += [_count_row("", c, categories[c]) for c in categories]
     return rows
 
 
 def _count_row(kind: str, category: str, counts: dict[str, int]) -> tuple[str, ...]:
-    return (kind, category, str(counts["items"]), *(str(counts[s]) for s in COUNTED))
+    return (kind, category, str(counts.get("items", 0)), *(str(counts.get(s, 0)) for s in COUNTED))
 
 
 def _threshold(entry: dict[str, Any]) -> str:
