@@ -39,14 +39,19 @@ def chromium_path() -> str | None:
 
 def require_chromium() -> str:
     """The Chromium executable; skips the test (fails it in CI) when there is none."""
+    import importlib.util
+
     import pytest
 
     found = chromium_path()
-    if found:
+    problem = MISSING if not found else None
+    if importlib.util.find_spec("websockets") is None:
+        problem = "websockets not installed (pip install 'pytest-ragbench[dev]')"
+    if problem is None and found:
         return found
     if os.environ.get("RAGBENCH_REQUIRE_BROWSER") == "1":
-        pytest.fail(MISSING)
-    pytest.skip(MISSING)
+        pytest.fail(problem or MISSING)
+    pytest.skip(problem or MISSING)
 
 
 class Page:
