@@ -79,3 +79,20 @@ def test_service_time_leaves_out_the_wait_for_a_prefetch_slot(
     assert row and row.group(2) == "9.00 s / 9.00 s" and row.group(1).endswith("ms")
     result.stdout.fnmatch_lines(["model usage * latency p50 * service p50 *",
                                  "system * 9.00 s * 9.00 s * ms *"])
+
+
+def test_a_users_repr_is_never_shown() -> None:
+    """A repr may carry settings such as keys: a user's object is named by class and module."""
+    from pytest_ragbench.report.components import describe
+
+    class Client:
+        def __repr__(self) -> str:
+            return "Client(api_key='sk-secret')"
+
+    class Broken:
+        def describe(self) -> str:
+            raise RuntimeError("no")
+
+    assert describe(Client()) == f"Client ({__name__})".replace(
+        "Client", "test_a_users_repr_is_never_shown.<locals>.Client")
+    assert describe(Broken()).endswith("(describe() failed: RuntimeError)")

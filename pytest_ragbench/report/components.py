@@ -27,13 +27,21 @@ def set_component(config: pytest.Config, role: str, description: str) -> None:
 
 
 def describe(component: Any) -> str:
-    """One line naming a component: its ``describe()``, else its class and module."""
+    """One line naming a component: its ``describe()``, else its class and module.
+
+    The plugin's own components without ``describe()`` are named by their ``repr`` (which
+    says how they are set up); a user's object never is, since a repr may show settings
+    such as keys.
+    """
     method = getattr(component, "describe", None)
     if callable(method):
         try:
             return str(method())
         except Exception as exc:  # a broken describe() must not break the session
             return f"{_class_name(component)} (describe() failed: {type(exc).__name__})"
+    cls = type(component)
+    if cls.__module__.startswith("pytest_ragbench.") and cls.__repr__ is not object.__repr__:
+        return repr(component)
     return _class_name(component)
 
 
