@@ -6,12 +6,13 @@ user's conftest.py), ``-k``/``-m``, ``--lf`` and IDE runners work with public AP
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -45,6 +46,10 @@ class RunContext:
     system_name: str | None = None
     nodeid: str = ""
     request: pytest.FixtureRequest | None = None
+    # What the system answered (system/trace.py) and the service time of each call.
+    traces: list[dict[str, Any]] = field(default_factory=list)
+    service_s: list[float] = field(default_factory=list)
+    latency_s: list[float] = field(default_factory=list)  # as the system reported them
 
     def fixture(self, name: str) -> Any:
         """Return a fixture value: one the item kind requested, else looked up now."""
@@ -68,19 +73,45 @@ class RunContext:
     def system(self) -> Any:
         """The system under test: ``ragbench_system``, or the named one of --ragbench-systems."""
         if self.system_name is None:
-            return self.fixture("ragbench_system")
+            system = self.fixture("ragbench_system")
+            if self.request is not None:  # an overridden fixture names no component itself
+                from pytest_ragbench.report.components import name_component
+
+                name_component(self.request.config, "system", system)
+            return system
         return self.fixture("ragbench_named_systems").get(self.system_name)
 
     def answer(self, question: str, history: tuple[Any, ...] | list[Any] = ()) -> Any:
-        """Ask the system under test (or this item's named system), prefetched when it was."""
+        """Ask the system under test (or this item's named system), prefetched when it was.
+
+        The call is timed (the system's service time, not the wait for a prefetch slot)
+        and what came back is kept for the report's drill-down.
+        """
         from pytest_ragbench.system.protocols import AnswerRequest
+        from pytest_ragbench.system.trace import MAX_TRACES, answer_trace
 
         system = self.system()
-        if self.request is not None:
-            prefetch = self.fixture("ragbench_prefetch")
-            return prefetch.answer(self.nodeid, system,
-                                   AnswerRequest(question, tuple(history)))
-        return system.answer(question, list(history) or None)
+        prefetch: Any = self.fixture("ragbench_prefetch") if self.request is not None else None
+        request = AnswerRequest(question, tuple(history))
+        seconds: float | None
+        if hasattr(prefetch, "timed_answer"):
+            answer, seconds = prefetch.timed_answer(self.nodeid, system, request)
+        elif prefetch is not None:  # an overridden prefetcher: its answers are not timed
+            answer, seconds = prefetch.answer(self.nodeid, system, request), None
+        else:
+            start = time.perf_counter()
+            answer = system.answer(question, list(history) or None)
+            seconds = time.perf_counter() - start
+        if seconds is not None:
+            self.service_s.append(seconds)
+        reported = getattr(answer, "latency_s", None)
+        if isinstance(reported, int | float) and not isinstance(reported, bool) and reported > 0:
+            self.latency_s.append(float(reported))
+        if len(self.traces) < MAX_TRACES:
+            # an odd answer object: the kind reports on it, the trace is left out
+            with contextlib.suppress(Exception):
+                self.traces.append(answer_trace(question, answer, seconds, history))
+        return answer
 
 
 # Kinds that evaluate a component the named systems do not vary are collected once, not
@@ -272,7 +303,8 @@ class CaseItem(pytest.Function):
         try:
             outcome: Outcome = self.item_kind.load_runner()(self.case, context)
         except RagbenchError as exc:
-            self.record = self._record("error", time.perf_counter() - start, error=str(exc))
+            self.record = self._record("error", time.perf_counter() - start, error=str(exc),
+                                       context=context)
             raise CaseFailed(self._evidence_text(str(exc), {})) from None
         limits = thresholds_mod.for_metrics(limits, [*outcome.metrics, *outcome.unscored])
         outcome = _settle_inconclusive(outcome, limits, config.inconclusive)
@@ -281,7 +313,7 @@ class CaseItem(pytest.Function):
         failures = outcome.errors + thresholds_mod.failures(checked, limits)
         status = "failed" if failures else ("warning" if outcome.warnings else "passed")
         self.record = self._record(status, time.perf_counter() - start, outcome=outcome,
-                                   failures=failures, limits=limits)
+                                   failures=failures, limits=limits, context=context)
         if failures:
             lines = [outcome.summary] if outcome.summary else []
             raise CaseFailed(self._evidence_text("\n".join(lines + failures), outcome.evidence))
@@ -294,7 +326,7 @@ class CaseItem(pytest.Function):
 
     def _record(self, status: str, duration: float, *, outcome: Outcome | None = None,
                 failures: list[str] | None = None, limits: dict[str, float] | None = None,
-                error: str | None = None) -> ItemRecord:
+                error: str | None = None, context: RunContext | None = None) -> ItemRecord:
         outcome = outcome or Outcome()
         fields = self.case.breakdown_fields()
         from pytest_ragbench.plugin import get_config
@@ -302,6 +334,14 @@ class CaseItem(pytest.Function):
         cluster = self.case.cluster_value(get_config(self.config).cluster_by)
         if cluster is not None:  # the report resamples items by cluster
             fields = {**fields, "cluster": cluster}
+        usage = dict(outcome.usage)
+        flat = any(key in usage for key in ("calls", "latency_s"))  # one role, unnamed
+        if context is not None and context.service_s and not flat:
+            # The plugin's own clock around each system call, beside the system's latency_s.
+            system = dict(usage.get("system") or {"calls": len(context.service_s),
+                                                  "latency_s": list(context.latency_s)})
+            system["service_s"] = list(context.service_s)
+            usage["system"] = system
         return ItemRecord(
             nodeid=self.nodeid, kind=self.item_kind.name, case_kind=self.case.kind,
             case_id=self.case.id, file=self.location[0], line=self.case.line, status=status,
@@ -310,8 +350,10 @@ class CaseItem(pytest.Function):
             unscored=dict(outcome.unscored), thresholds=dict(limits or {}),
             failures=list(failures or []), warnings=list(outcome.warnings),
             duration=duration, error=error, evidence=dict(outcome.evidence),
-            usage=dict(outcome.usage), human=dict(self.case.human),
+            usage=usage, human=dict(self.case.human),
             system_independent=outcome.system_independent, judge=dict(outcome.judge),
+            answers=list(context.traces) if context is not None else [],
+            summary=outcome.summary,
         )
 
     def record_for_report(self, status: str, message: str | None) -> ItemRecord:

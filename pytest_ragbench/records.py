@@ -60,6 +60,10 @@ class ItemRecord:
     system_independent: bool = False  # see Outcome.system_independent
     # Judged metrics, their samples and inconclusive verdicts (metrics/repeated.py).
     judge: dict[str, Any] = field(default_factory=dict)
+    # What the system answered, one trace per call (system/trace.py), for the drill-down.
+    answers: list[dict[str, Any]] = field(default_factory=list)
+    # The kind's one line on what went wrong (Outcome.summary), shown first in the report.
+    summary: str | None = None
 
     @property
     def passed(self) -> bool:

