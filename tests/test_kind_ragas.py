@@ -166,7 +166,9 @@ def test_missing_answers_and_contexts_are_supplied_and_unjudged_metrics_unscored
     assert items["given"]["metrics"]["lexical_context_recall"] == pytest.approx(4 / 5)
     results = json.loads((project.path / ".ragbench" / "results.json").read_text())
     faithfulness = results["metrics"]["ragas"]["faithfulness"]
-    assert faithfulness["n"] == 0 and faithfulness["n_unscored"] == 4
+    # four items without a judge, and the malformed line's item: "item error"
+    assert faithfulness["n"] == 0 and faithfulness["n_unscored"] == 5
+    assert faithfulness["unscored_reasons"]["item error"] == 1
     assert results["metrics"]["ragas"]["semantic_similarity"]["n"] == 4
     assert "no judge configured" in result.stdout.str()
     assert set(results["breakdowns"]["ragas"]) >= {"doc_type", "question_type", "difficulty"}
