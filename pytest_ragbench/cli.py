@@ -61,7 +61,7 @@ class VerifyReporter:
             self.warned.add(report.nodeid)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        """``N/M passed, X% success rate`` as in seed 002's verification scripts."""
+        """``N/M passed, X% success rate``, as the original verification scripts print it."""
         terminalreporter.section(f"{self.item_kind} verification")
         for nodeid, ok in sorted(self.results.items()):
             verdict = "FAIL" if not ok else ("WARNING" if nodeid in self.warned else "PASS")
@@ -94,6 +94,11 @@ def _verify(args: argparse.Namespace) -> int:
     return 0 if code == 0 and all(reporter.results.values()) else (code or 1)
 
 
+def _metrics(args: argparse.Namespace) -> int:
+    """``pytest --ragbench-metrics``: the kinds of this project (its conftest.py too)."""
+    return int(pytest.main(["--ragbench-metrics", "-p", "no:cacheprovider", *args.pytest_args]))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ragbench`` command."""
     parser = argparse.ArgumentParser(prog="ragbench", description=__doc__.splitlines()[0])
@@ -113,6 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--pytest-args", nargs=argparse.REMAINDER, default=[],
                         help="further arguments passed to pytest")
     verify.set_defaults(func=_verify)
+    metrics = commands.add_parser(
+        "metrics", help="list the metrics each kind records",
+        description="Every kind's metrics with their range, direction, default threshold "
+                    "and definition (as pytest --ragbench-metrics; plugins' kinds included).")
+    metrics.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                         help="further arguments passed to pytest (e.g. -p myplugin)")
+    metrics.set_defaults(func=_metrics)
     try:
         from pytest_ragbench.datasets import cli as dataset_cli
     except ImportError:

@@ -123,13 +123,15 @@ class CaseFile(pytest.File):
         from pytest_ragbench.cases.loaders import read_case_file
         from pytest_ragbench.cases.model import Case
         from pytest_ragbench.items import CaseItem, InvalidCaseItem, systems_for
-        from pytest_ragbench.kinds import item_kinds_for
+        from pytest_ragbench.kinds import registry
         from pytest_ragbench.plugin import get_config
         from pytest_ragbench.robust.collect import robust_items
 
         shown = display_path(self.path, self.config)
+        session_kinds = registry(self.config)
+        item_kinds_for = session_kinds.item_kinds_for
         try:
-            result = build_cases(read_case_file(self.path))
+            result = build_cases(read_case_file(self.path), session_kinds)
         except CaseError as exc:
             # The whole file is unreadable: one failing item, and the session goes on.
             return [(0, InvalidCaseItem.create(self, _relocate(exc, shown), None,
@@ -238,7 +240,7 @@ class BeirQrels(pytest.File):
         from pytest_ragbench.cases.model import BeirCase
         from pytest_ragbench.formats.beir import QrelsLines, corpus_ids, read_qrels, read_queries
         from pytest_ragbench.items import CaseItem, InvalidCaseItem
-        from pytest_ragbench.kinds import ITEM_KINDS
+        from pytest_ragbench.kinds import registry
         from pytest_ragbench.plugin import get_config
         from pytest_ragbench.robust.collect import robust_items
 
@@ -267,7 +269,7 @@ class BeirQrels(pytest.File):
                 where = f"{Path(error.file or '').name}:{error.line or 0}"
                 yield InvalidCaseItem.create(self, _shown(error, self.config), "beir",
                                              f"{dataset}/{safe_label(where)}")
-        kind = ITEM_KINDS["beir"]
+        kind = registry(self.config).item_kinds["beir"]
         for query_id, line in lines.first_line.items():
             label = f"{dataset}/{safe_label(query_id)}"
             problem = _query_problem(query_id, line, lines, queries, shown)
@@ -334,14 +336,14 @@ def _query_problem(query_id: str, line: int, lines: Any, queries: dict[str, str]
 
 
 class RagcsvFile(pytest.File):
-    """A RAGCSV file (seed 003): one ``ragcsv[<file-stem>:<row>]`` item per row."""
+    """A RAGCSV file: one ``ragcsv[<file-stem>:<row>]`` item per row."""
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield one item per readable row and one failing item per unreadable row."""
         from pytest_ragbench.cases.model import RagcsvCase, RagcsvFragment
         from pytest_ragbench.formats.ragcsv import read_ragcsv
         from pytest_ragbench.items import CaseItem, InvalidCaseItem
-        from pytest_ragbench.kinds import ITEM_KINDS
+        from pytest_ragbench.kinds import registry
 
         stem = ragcsv_stem(self.path)
         shown = display_path(self.path, self.config)
@@ -350,7 +352,7 @@ class RagcsvFile(pytest.File):
         except CaseError as exc:
             yield InvalidCaseItem.create(self, _relocate(exc, shown), "ragcsv", stem)
             return
-        kind = ITEM_KINDS["ragcsv"]
+        kind = registry(self.config).item_kinds["ragcsv"]
         entries: list[tuple[int, pytest.Item]] = []
         for row in data.rows:
             case = RagcsvCase(

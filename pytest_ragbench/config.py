@@ -58,7 +58,7 @@ class RagbenchConfig:
     qdrant_path: str | None = None
     collection: str | None = None
     max_docs: int | None = None
-    # seed 003's knobs (issue 20): None = every case / each kind's own answer cap
+    # RAGCSV knobs (issue 20): None = every case / each kind's own answer cap
     limit: int | None = None
     max_tokens: int | None = None
     ragcsv_debug: bool = False
@@ -71,6 +71,8 @@ class RagbenchConfig:
     judge_samples: int = 1
     judge_temperature: float | None = None  # None: 0 for one sample, 0.7 for more
     inconclusive: str = "pass"
+    # One metric vocabulary: the file each threshold and gate came from ("thresholds:kind.metric").
+    setting_files: dict[str, str] = field(default_factory=dict)
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -188,9 +190,10 @@ def _parse_dbs(lines: list[str], base: Path) -> dict[str, str]:
 def load_toml_settings(rootpath: Path, case_paths: tuple[Path, ...]) -> dict[str, Any]:
     """Read ``[tool.ragbench]`` from pyproject.toml and ``ragbench.toml`` beside the cases.
 
-    Later files override earlier ones key by key within ``thresholds`` and ``gates``.
+    Later files override earlier ones key by key within ``thresholds`` and ``gates``;
+    ``files`` says which file set each (``"thresholds:vector.answered"``), for messages.
     """
-    merged: dict[str, Any] = {"thresholds": {}, "gates": {}}
+    merged: dict[str, Any] = {"thresholds": {}, "gates": {}, "files": {}}
     sources: list[tuple[Path, list[str]]] = [(rootpath / "pyproject.toml", ["tool", "ragbench"])]
     sources += [(rootpath / "ragbench.toml", [])]
     sources += [(p / "ragbench.toml", []) for p in case_paths if p.is_dir()]
@@ -212,7 +215,18 @@ def load_toml_settings(rootpath: Path, case_paths: tuple[Path, ...]) -> dict[str
             if not isinstance(value, dict):
                 raise ConfigError(f"{path}: [{section}] must be a table")
             _merge(merged[section], value)
+            merged["files"].update(dict.fromkeys(
+                (f"{section}:{name}" for name in dotted_names(value)), str(path)))
     return merged
+
+
+def dotted_names(table: dict[str, Any], prefix: str = "") -> list[str]:
+    """The dotted names of a nested TOML table (``vector.answered``)."""
+    names = []
+    for key, value in table.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        names += dotted_names(value, name) if isinstance(value, dict) else [name]
+    return names
 
 
 def _merge(target: dict[str, Any], extra: dict[str, Any]) -> None:
@@ -312,6 +326,7 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         retries=_int("--ragbench-retries", options.value(config, "ragbench_retries"), minimum=0),
         sql_timeout_s=_seconds("ragbench_sql_timeout", config.getini("ragbench_sql_timeout")),
         **_judging(config),
+        setting_files=settings["files"],
     )
 
 

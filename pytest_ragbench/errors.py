@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import reprlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,28 @@ def short_repr(value: Any, limit: int = 60) -> str:
     """
     text = _SHORT.repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def closest(name: str, known: Iterable[str]) -> str | None:
+    """The known name closest to a misspelt one (difflib), or None when none is close.
+
+    Compared ignoring case, so ``MRR`` is suggested for ``mrr``.
+    """
+    import difflib  # only when a name is wrong
+
+    by_lower = {k.lower(): k for k in known}
+    found = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[found[0]] if found else None
+
+
+def did_you_mean(name: str, known: Iterable[str], what: str = "") -> str:
+    """`` (did you mean 'x'?)``, or the known names when none is close."""
+    choices = sorted(set(known))
+    close = closest(name, choices)
+    if close is not None:
+        return f" (did you mean {close!r}?)"
+    listed = ", ".join(choices[:30]) + (", ..." if len(choices) > 30 else "")
+    return f" (known{' ' + what if what else ''}: {listed or 'none'})"
 
 
 class RagbenchError(Exception):

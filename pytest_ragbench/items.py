@@ -33,7 +33,7 @@ class CaseFailed(Exception):
 
 
 class RagbenchWarning(UserWarning):
-    """A verification found something worth a look that is not a failure (seed 002 WARNING)."""
+    """A verification found something worth a look that is not a failure (a WARNING verdict)."""
 
 
 @dataclass
@@ -294,7 +294,7 @@ class CaseItem(pytest.Function):
         from pytest_ragbench.plugin import get_config
 
         config = get_config(self.config)
-        limits = thresholds_mod.resolve(self.item_kind.name, config.thresholds,
+        limits = thresholds_mod.resolve(self.item_kind, config.thresholds,
                                         self.case.item_thresholds())
         requested = item_fixtures(self.item_kind, self.system_name)
         context = RunContext(config, {n: self.funcargs[n] for n in requested},
@@ -310,7 +310,8 @@ class CaseItem(pytest.Function):
         outcome = _settle_inconclusive(outcome, limits, config.inconclusive)
         checked = {m: v for m, v in outcome.metrics.items()
                    if m not in outcome.judge.get("inconclusive", {})}
-        failures = outcome.errors + thresholds_mod.failures(checked, limits)
+        failures = outcome.errors + undeclared_metrics(self.item_kind, outcome) \
+            + thresholds_mod.failures(checked, limits)
         status = "failed" if failures else ("warning" if outcome.warnings else "passed")
         self.record = self._record(status, time.perf_counter() - start, outcome=outcome,
                                    failures=failures, limits=limits, context=context)
@@ -387,6 +388,20 @@ class CaseItem(pytest.Function):
         return self.path, self.case.line - 1, f"{self.item_kind.name}{system}: {self.case.id}"
 
 
+def undeclared_metrics(item_kind: ItemKind, outcome: Outcome) -> list[str]:
+    """A failure line when the runner recorded a metric its kind does not declare.
+
+    Every metric has one definition (its range and direction decide thresholds, intervals
+    and comparisons), so a kind names the metrics it records in ``ItemKind.metrics``.
+    """
+    names = sorted({*outcome.metrics, *outcome.unscored})
+    unknown = [name for name in names if not item_kind.emits(name)]
+    if not unknown:
+        return []
+    return [f"the {item_kind.name} kind recorded {', '.join(map(repr, unknown))}, not among "
+            f"the metrics it declares (ItemKind.metrics: {', '.join(item_kind.metric_names())})"]
+
+
 def _settle_inconclusive(outcome: Outcome, limits: dict[str, float], policy: str) -> Outcome:
     """Mark judged metrics whose threshold lies in their judge interval (N >= 3 samples).
 
@@ -399,7 +414,8 @@ def _settle_inconclusive(outcome: Outcome, limits: dict[str, float], policy: str
 
     from pytest_ragbench.metrics.repeated import inconclusive
 
-    found = inconclusive(outcome.judge, limits, thresholds_mod.LOWER_IS_BETTER)
+    lower = frozenset(m for m in limits if thresholds_mod.lower_is_better(m))
+    found = inconclusive(outcome.judge, limits, lower)
     if not found:
         return outcome
     judge = {**outcome.judge, "inconclusive": found}

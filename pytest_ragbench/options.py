@@ -1,4 +1,4 @@
-"""Command-line flags and ini keys of the ``ragbench`` group (names from SPEC.md)."""
+"""Command-line flags and ini keys of the ``ragbench`` group (README lists them)."""
 
 from __future__ import annotations
 
@@ -93,6 +93,10 @@ OPTIONS: tuple[Option, ...] = (
            "0.7 for more)"),
     Option("--ragbench-inconclusive", "an item whose threshold lies inside its own judge "
            "interval (3+ samples): 'pass' with a warning (default) or 'fail'", default="pass"),
+    # One metric vocabulary: what each kind records.
+    Option("--ragbench-metrics", "list the metrics each kind records (range, direction, "
+           "definition, default threshold) and exit", type="bool", default=False,
+           action="store_true", ini=False),
 )
 
 # Ini-only keys (no flag).

@@ -3,12 +3,10 @@
 One test per row: hangs (an endless recursive query, a database and a model server that
 never answer), an alias bomb, keys given twice, byte-order marks, a byte that is not
 UTF-8, broken BEIR folders, a symlink loop, an unreadable folder, a case module named
-like a test module, a path flag written with a space, ``expected_sql`` given twice. Rows
-whose behaviour crosses the xdist boundary (items run, or files collected, in workers)
-run three ways: no flag, ``-n 2`` and ``-p no:xdist``.
-
-Not here: a threshold naming a metric its kind does not emit (the complete metric
-vocabulary it needs is built by another issue).
+like a test module, a path flag written with a space, ``expected_sql`` given twice, a
+threshold naming a metric its kind does not record. Rows whose behaviour crosses the xdist
+boundary (items run, or files collected, in workers) run three ways: no flag, ``-n 2`` and
+``-p no:xdist``.
 """
 
 from __future__ import annotations
@@ -354,3 +352,30 @@ def test_a_path_flag_written_with_a_space_stops_the_session(
     result.stderr.fnmatch_lines([f"ERROR: ragbench: write --ragbench-report={outside} "
                                  f"--ragbench-cases={outside} (with '=')*"])
     project.runpytest(f"--ragbench-report={outside}").assert_outcomes(passed=1)
+
+
+# -- a threshold naming a metric the kind does not record ----------------------------------
+
+@pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
+def test_a_case_threshold_on_a_metric_not_recorded_fails_that_case(
+        project: pytest.Pytester, mode: tuple[str, ...]) -> None:
+    (project.path / "test_cases" / "typo.yaml").write_text(
+        "- id: typo\n  question: How many teams?\n"
+        "  expected_sql: SELECT COUNT(*) AS n FROM teams\n  ground_truth_data: {n: 3}\n"
+        "  thresholds: {mach: 1}\n")
+    result = project.runpytest("-q", *mode)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_cases/typo.yaml:5: field 'thresholds.mach': no sql "
+                                 "item records metric 'mach' (did you mean 'match'?)*"])
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
+def test_a_configured_threshold_on_a_metric_not_recorded_stops_the_session(
+        project: pytest.Pytester, mode: tuple[str, ...]) -> None:
+    (project.path / "test_cases" / "ragbench.toml").write_text(
+        '[thresholds]\n"sql_ground_truth.mach" = 1\n')
+    result = project.runpytest_subprocess("-q", *mode)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: ragbench: threshold 'sql_ground_truth.mach' in */test_cases/ragbench.toml: "
+        "sql_ground_truth items do not record metric 'mach' (did you mean 'match'?)"])

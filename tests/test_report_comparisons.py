@@ -24,25 +24,21 @@ CASES = 30
 CONFTEST = '''
 import zlib
 
-import pytest_ragbench.kinds as kinds
+from pytest_ragbench.cases.build import mapping, text
+from pytest_ragbench.kinds import CaseKind, Field, ItemKind
 from pytest_ragbench.system.protocols import Answer, Context
 
-QUIZ = kinds.ItemKind("quiz", "ragas", kinds.EVALUATION, ("ragbench_config", "ragbench_system"),
-                      "quiz_runner:run", "test-only kind: an answer and a ranking")
-_SAVED = {}
+QUIZ_CASES = CaseKind("quiz", {"question": Field(True, text), "ground_truth": Field(True, text),
+                               "metadata": Field(convert=mapping)})
+QUIZ = ItemKind("quiz", "quiz", "quiz_runner:run", "test-only kind: an answer and a ranking",
+                fixtures=("ragbench_config", "ragbench_system"),
+                metrics=("token_f1", "exact_match", "keyword_overlap", "nDCG@10", "P@5", "R@10",
+                         "RR", "AP", "Success@5", "Rprec"))
 DOCS = [f"d{i:02d}" for i in range(40)]
 
 
-def pytest_configure(config):
-    _SAVED["kinds"], _SAVED["available"] = dict(kinds.ITEM_KINDS), kinds.AVAILABLE
-    kinds.ITEM_KINDS["quiz"] = QUIZ
-    kinds.AVAILABLE = frozenset({"sql_ground_truth", "hybrid_ground_truth", "quiz"})
-
-
-def pytest_unconfigure(config):
-    kinds.ITEM_KINDS.clear()
-    kinds.ITEM_KINDS.update(_SAVED["kinds"])
-    kinds.AVAILABLE = _SAVED["available"]
+def pytest_ragbench_item_kinds(config):
+    return [QUIZ_CASES, QUIZ]
 
 
 class Quizzer:
@@ -100,7 +96,7 @@ def _project(pytester: pytest.Pytester) -> None:
         truth = " ".join(WORDS[(i + k) % len(WORDS)] for k in range(3 + i % 4))
         relevant = [f"d{(3 * i + k) % 40:02d}" for k in range(1 + i % 3)]
         question = f"question {WORDS[i % len(WORDS)]}{i} what is it?"
-        cases.append({"id": f"q{i:02d}", "kind": "ragas", "question": question,
+        cases.append({"id": f"q{i:02d}", "kind": "quiz", "question": question,
                       "ground_truth": truth, "metadata": {"relevant": relevant}})
         answers[question] = [truth, relevant]
     pytester.makeconftest(f"ANSWERS = {answers!r}\n" + CONFTEST)

@@ -159,7 +159,7 @@ def test_breakdown_flag_picks_the_fields(project: pytest.Pytester) -> None:
 
 @pytest.mark.parametrize("workers", ["2", "4"])
 def test_a_crashed_worker_loses_only_its_item(pytester: pytest.Pytester, workers: str) -> None:
-    crash = {"id": "boom", "kind": "ragas", "question": "CRASH now", "ground_truth": "x y",
+    crash = {"id": "boom", "kind": "toy", "question": "CRASH now", "ground_truth": "x y",
              "category": "lookup"}
     make_toy_project(pytester, 12, extra_cases=[crash])
     result = pytester.runpytest("--ragbench", "-n", workers)
@@ -177,7 +177,7 @@ def test_a_crashed_worker_loses_only_its_item(pytester: pytest.Pytester, workers
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_keyboard_interrupt_keeps_the_finished_items(pytester: pytest.Pytester,
                                                      mode: tuple[str, ...]) -> None:
-    stop = {"id": "zz_stop", "kind": "ragas", "question": "INTERRUPT here",
+    stop = {"id": "zz_stop", "kind": "toy", "question": "INTERRUPT here",
             "ground_truth": "x y"}
     make_toy_project(pytester, 10, extra_cases=[stop])
     result = pytester.runpytest("--ragbench", *mode, no_reraise_ctrlc=True)

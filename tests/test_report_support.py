@@ -1,6 +1,7 @@
 """Shared by the ``test_report_*`` modules (no tests here): a project with a test-only kind.
 
-The ``toy`` item kind reads ``ragas`` cases; a lookup-table system answers (overriding
+The ``toy`` kind (cases and items, added through ``pytest_ragbench_item_kinds`` as a
+plugin would) reads ``toy`` cases; a lookup-table system answers (overriding
 ``ragbench_system`` in the project's conftest.py, and registered there as the named systems
 ``exact``, ``terse`` and ``halves`` through ``pytest_ragbench_systems``, as a user would plug
 in their own), prefetched like any system's answers, and the real
@@ -26,27 +27,31 @@ from pathlib import Path
 
 import pytest
 
-import pytest_ragbench.kinds as kinds
+from pytest_ragbench.cases.build import optional_text, text
+from pytest_ragbench.kinds import CaseKind, Field, ItemKind
 from pytest_ragbench.report.components import set_component
 from pytest_ragbench.system.protocols import Answer
 
-TOY = kinds.ItemKind("toy", "ragas", kinds.EVALUATION, ("ragbench_config", "ragbench_system"),
-                     "toy_runner:run", "test-only kind")
-_SAVED = {}
+TOY_CASES = CaseKind(
+    "toy", {"question": Field(True, text), "ground_truth": Field(True, text),
+            "doc_type": Field(convert=optional_text), "question_type": Field(convert=optional_text),
+            "difficulty": Field(convert=optional_text)},
+    breakdown=("doc_type", "question_type", "difficulty"))
+TOY = ItemKind("toy", "toy", "toy_runner:run", "the test-only kind",
+               fixtures=("ragbench_config", "ragbench_system"),
+               metrics=("token_f1", "exact_match", "faithfulness"))
 BUILT = []  # every toy system made in this process, in order
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "toy: the test-only kind")
-    _SAVED["kinds"], _SAVED["available"] = dict(kinds.ITEM_KINDS), kinds.AVAILABLE
-    kinds.ITEM_KINDS["toy"] = TOY
-    kinds.AVAILABLE = frozenset({"sql_ground_truth", "hybrid_ground_truth", "toy"})
+def pytest_ragbench_item_kinds(config):
+    return [TOY_CASES, TOY]
 
 
-def pytest_unconfigure(config):
-    kinds.ITEM_KINDS.clear()
-    kinds.ITEM_KINDS.update(_SAVED["kinds"])
-    kinds.AVAILABLE = _SAVED["available"]
+def pytest_collection_modifyitems(items):
+    """The project evaluates its toy kind only: built-in evaluation items are left out."""
+    kinds = [getattr(item, "item_kind", None) for item in items]
+    items[:] = [item for item, kind in zip(items, kinds)
+                if kind is None or kind is TOY or kind.family == "verification"]
 
 
 def _drop(text, every):
@@ -124,7 +129,7 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 
 def toy_cases(count: int, seed: int = 7) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """``count`` ragas cases and the exact system's answers (some words wrong, some exact)."""
+    """``count`` toy cases and the exact system's answers (some words wrong, some exact)."""
     rng = random.Random(seed)
     cases, answers = [], {}
     for index in range(count):
@@ -133,7 +138,7 @@ def toy_cases(count: int, seed: int = 7) -> tuple[list[dict[str, Any]], dict[str
         for position in rng.sample(range(len(answer)), rng.choice((0, 0, 1, 2, 3))):
             answer[position] = rng.choice(WORDS)
         question = f"question {index:03d} about {truth[0]}?"
-        cases.append({"id": f"q{index:03d}", "kind": "ragas", "question": question,
+        cases.append({"id": f"q{index:03d}", "kind": "toy", "question": question,
                       "ground_truth": " ".join(truth),
                       "category": CATEGORIES[index % 3],
                       "difficulty": DIFFICULTIES[(index // 3) % 3],

@@ -63,12 +63,7 @@ def test_select_by_kind_id_and_category_marker(project: pytest.Pytester) -> None
     result.stdout.fnmatch_lines(["@pytest.mark.ragbench:*", "@pytest.mark.vector:*"])
 
 
-def test_evaluation_items_need_the_flag(project: pytest.Pytester,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    import pytest_ragbench.kinds
-
-    every_kind = frozenset(pytest_ragbench.kinds.ITEM_KINDS)
-    monkeypatch.setattr(pytest_ragbench.kinds, "AVAILABLE", every_kind)
+def test_evaluation_items_need_the_flag(project: pytest.Pytester) -> None:
     result = project.runpytest("--collect-only", "-q", "--ragbench")
     result.stdout.fnmatch_lines(["test_cases/scores.yaml::sql[lakers_points]"])
     plain = project.runpytest("--collect-only", "-q")

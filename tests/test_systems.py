@@ -73,7 +73,7 @@ def test_each_system_answers_its_own_items_once(pytester: pytest.Pytester,
 
 
 def test_a_crashed_worker_loses_the_item_of_its_system(pytester: pytest.Pytester) -> None:
-    crash = {"id": "boom", "kind": "ragas", "question": "CRASH now", "ground_truth": "x y"}
+    crash = {"id": "boom", "kind": "toy", "question": "CRASH now", "ground_truth": "x y"}
     make_toy_project(pytester, 6, extra_cases=[crash])
     result = pytester.runpytest("--ragbench", "--ragbench-systems", "exact,terse", "-n", "2")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -396,16 +396,24 @@ NO_SHARED_WORD = ("plants", "insects", "nowhere")
 PROBE_CONFTEST = '''
 import pytest
 
-import pytest_ragbench.kinds as kinds
 import pytest_ragbench.system.fixtures as system_fixtures
+from pytest_ragbench.cases.build import text, text_list
+from pytest_ragbench.kinds import CaseKind, Field, ItemKind
+from pytest_ragbench.metrics import define_metric
 
-PROBE = kinds.ItemKind("probe", "vector", kinds.EVALUATION, ("ragbench_config", "ragbench_system"),
-                       "probe_runner:run", "test-only retrieval probe")
+PROBE_CASES = CaseKind("probe", {"question": Field(True, text), "ground_truth": Field(True, text),
+                                 "expected_sources": Field(convert=text_list)})
+HIT = define_metric("hit", "1 if an expected source is among the contexts", family="retrieval",
+                    needs=("ids",))
+PROBE = ItemKind("probe", "probe", "probe_runner:run", "test-only retrieval probe",
+                 fixtures=("ragbench_config", "ragbench_system"), metrics=(HIT, "rr"))
+
+
+def pytest_ragbench_item_kinds(config):
+    return [PROBE_CASES, PROBE]
 
 
 def pytest_configure(config):
-    kinds.ITEM_KINDS["probe"] = PROBE
-    kinds.AVAILABLE = frozenset({"probe"})
     system_fixtures.PROGRESS_DOCUMENTS = 1  # show the indexing bar for this small corpus
 '''
 PROBE_RUNNER = '''
@@ -434,7 +442,7 @@ def _probe_project(path: Path) -> None:
     corpus.mkdir(parents=True)
     for name, text in DOCUMENTS.items():
         (corpus / name).write_text(text + "\n")
-    cases = [{"id": i, "kind": "vector", "question": q, "ground_truth": source,
+    cases = [{"id": i, "kind": "probe", "question": q, "ground_truth": source,
               "expected_sources": [source]} for i, q, source in QUESTIONS]
     (path / "test_cases" / "probe.jsonl").write_text(
         "".join(json.dumps(c) + "\n" for c in cases))

@@ -15,17 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_ragbench.cases.model import (
-    CASE_CLASSES,
-    Case,
-    Memory,
-    Table,
-    Turn,
-)
+from pytest_ragbench.cases.model import Case, CustomCase, Memory, Table, Turn
 from pytest_ragbench.cases.records import FileRecords, RawRecord
-from pytest_ragbench.errors import CaseError, short_repr
+from pytest_ragbench.errors import CaseError, did_you_mean, short_repr
+from pytest_ragbench.kinds import CaseKind, Field, KindRegistry, builtin_registry
 
-KINDS = tuple(CASE_CLASSES)
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:/@+-]+$")
 COMMON_FIELDS = ("id", "kind", "category", "tags", "thresholds", "cluster", "human")
 ALIASES = {"gold_sql": "expected_sql"}
@@ -56,6 +50,7 @@ class BuildResult:
 
 
 # -- field converters: each takes the raw value and returns the typed one or raises ValueError --
+# The public ones (no underscore) are for a plugin's own case kinds too.
 
 def _text(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
@@ -175,7 +170,7 @@ def _similarity_range(value: Any) -> tuple[float, float] | None:
             or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)):
         raise ValueError("expected [low, high]")
     low, high = float(value[0]), float(value[1])
-    if high > 1.0:  # written as percentages, like seed 002's "75-85%"
+    if high > 1.0:  # written as percentages ("75-85%")
         low, high = low / 100.0, high / 100.0
     if not 0.0 <= low <= high <= 1.0:
         raise ValueError(f"expected 0 <= low <= high <= 1 (or percentages), got {list(value)}")
@@ -209,7 +204,7 @@ def _memories(value: Any) -> tuple[Memory, ...]:
         raise ValueError("expected a non-empty list of {role, content, metadata}")
     memories = []
     for index, item in enumerate(value):
-        if isinstance(item, list | tuple) and len(item) in (2, 3):  # seed 004's tuples
+        if isinstance(item, list | tuple) and len(item) in (2, 3):  # (role, content, metadata)
             item = dict(zip(("role", "content", "metadata"), item, strict=False))
         if not isinstance(item, dict) or not isinstance(item.get("content"), str):
             raise ValueError(f"memory {index} must be {{role, content, metadata}}")
@@ -244,71 +239,129 @@ def _type(value: Any) -> str:
     return f"{type(value).__name__} {short_repr(value, 40)}"
 
 
-# name -> (converter, required)
-Schema = dict[str, tuple[Callable[[Any], Any], bool]]
+def text(value: Any) -> str:
+    """Non-empty text (a number is read as its text)."""
+    return _text(value)
 
-SCHEMAS: dict[str, Schema] = {
-    "sql": {
-        "question": (_text, True), "expected_sql": (_text, True),
-        "ground_truth_data": (_records, True), "ground_truth_answer": (_optional_text, False),
-        "float_places": (_int(0), False), "order_matters": (_bool, False),
-        "db": (_optional_text, False),
-    },
-    "hybrid": {
-        "question": (_text, True), "ground_truth_answer": (_text, True),
-        "expected_sql": (_optional_text, False),
-        "ground_truth_data": (lambda v: None if v is None else _records(v), False),
-        "expected_sources": (_str_list, False), "float_places": (_int(0), False),
-        "order_matters": (_bool, False), "db": (_optional_text, False),
-    },
-    "vector": {
-        "question": (_text, True), "ground_truth": (_text, True),
-        "expected_sources": (_str_list, False), "expected_similarity": (_similarity_range, False),
-        "expect": (_expect, False), "history": (_history, False),
-    },
-    "memory": {
-        "setup": (_memories, True), "query": (_text, True), "expected": (_indices, True),
-        "top_k": (_int(1), False), "filter_metadata": (_optional_mapping, False),
-        "min_score": (_optional_number, False), "threshold": (_optional_number, False),
-        "recency_weight": (_optional_number, False),
-    },
-    "ragas": {
-        "question": (_text, True), "ground_truth": (_text, True),
-        "contexts": (_contexts, False), "answer": (_optional_text, False),
-        "doc_type": (_enum_name, False), "question_type": (_enum_name, False),
-        "difficulty": (_enum_name, False), "source_dataset": (_enum_name, False),
-        "metadata": (_mapping, False),
-    },
+
+def optional_text(value: Any) -> str | None:
+    """Text, or None."""
+    return _optional_text(value)
+
+
+def number(value: Any) -> float:
+    """A number."""
+    return _number(value)
+
+
+def text_list(value: Any) -> tuple[str, ...]:
+    """A list of strings (one string is a list of one)."""
+    return _str_list(value)
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """A mapping (None is an empty one)."""
+    return _mapping(value)
+
+
+def _required(convert: Callable[[Any], Any]) -> Field:
+    return Field(required=True, convert=convert)
+
+
+def _optional(convert: Callable[[Any], Any]) -> Field:
+    return Field(required=False, convert=convert)
+
+
+SQL_FIELDS: dict[str, Field] = {
+    "question": _required(_text), "expected_sql": _required(_text),
+    "ground_truth_data": _required(_records),
+    "ground_truth_answer": _optional(_optional_text), "float_places": _optional(_int(0)),
+    "order_matters": _optional(_bool), "db": _optional(_optional_text),
 }
-COMMON: Schema = {
-    "category": (_enum_name, False), "tags": (_str_list, False),
-    "thresholds": (_thresholds, False), "cluster": (_enum_name, False),
-    "human": (_human, False),
+HYBRID_FIELDS: dict[str, Field] = {
+    "question": _required(_text), "ground_truth_answer": _required(_text),
+    "expected_sql": _optional(_optional_text),
+    "ground_truth_data": _optional(lambda v: None if v is None else _records(v)),
+    "expected_sources": _optional(_str_list), "float_places": _optional(_int(0)),
+    "order_matters": _optional(_bool), "db": _optional(_optional_text),
+}
+VECTOR_FIELDS: dict[str, Field] = {
+    "question": _required(_text), "ground_truth": _required(_text),
+    "expected_sources": _optional(_str_list),
+    "expected_similarity": _optional(_similarity_range),
+    "expect": _optional(_expect), "history": _optional(_history),
+}
+MEMORY_FIELDS: dict[str, Field] = {
+    "setup": _required(_memories), "query": _required(_text),
+    "expected": _required(_indices), "top_k": _optional(_int(1)),
+    "filter_metadata": _optional(_optional_mapping), "min_score": _optional(_optional_number),
+    "threshold": _optional(_optional_number), "recency_weight": _optional(_optional_number),
+}
+RAGAS_FIELDS: dict[str, Field] = {
+    "question": _required(_text), "ground_truth": _required(_text),
+    "contexts": _optional(_contexts), "answer": _optional(_optional_text),
+    "doc_type": _optional(_enum_name), "question_type": _optional(_enum_name),
+    "difficulty": _optional(_enum_name), "source_dataset": _optional(_enum_name),
+    "metadata": _optional(_mapping),
+}
+COMMON: dict[str, Field] = {
+    "category": _optional(_enum_name), "tags": _optional(_str_list),
+    "thresholds": _optional(_thresholds), "cluster": _optional(_enum_name),
+    "human": _optional(_human),
 }
 
 
-def build_cases(records: FileRecords) -> BuildResult:
-    """Build every record of a file; bad records become errors, the rest go on."""
+class FieldError(ValueError):
+    """A rule across fields is broken; ``field`` names the field to point at."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def table_rule(values: dict[str, Any]) -> None:
+    """Sql and hybrid cases: ``ground_truth_data`` as the table the SQL result is compared with."""
+    if values.get("ground_truth_data") is not None:
+        values["expected"] = Table.from_records(values["ground_truth_data"])
+
+
+def memory_rule(values: dict[str, Any]) -> None:
+    """Memory cases: every expected index points into ``setup``."""
+    size = len(values["setup"])
+    for index in values["expected"]:
+        if not 0 <= index < size:
+            raise FieldError(f"index {index} is out of range: setup has {size} memories "
+                             f"(indices 0..{size - 1})", "expected")
+
+
+def build_cases(records: FileRecords, kinds: KindRegistry | None = None) -> BuildResult:
+    """Build every record of a file; bad records become errors, the rest go on.
+
+    ``kinds``: the session's kinds (:func:`pytest_ragbench.kinds.registry`); the built-in
+    ones by default.
+    """
+    kinds = kinds or builtin_registry()
     result = BuildResult(records.path, invalid=[InvalidRecord(e) for e in records.errors])
     for record, error in records.rejected:
         result.invalid.append(InvalidRecord(
             error.located(file=records.path, line=record.line),
-            _readable_kind(record, records.defaults), _readable_id(record.data)))
+            _readable_kind(record, records.defaults, kinds), _readable_id(record.data)))
     for record in records.records:
         try:
-            result.cases.append(build_case(record, records.path, records.defaults))
+            result.cases.append(build_case(record, records.path, records.defaults, kinds))
         except CaseError as exc:
             result.invalid.append(InvalidRecord(
                 exc.located(file=records.path, line=record.line),
-                _readable_kind(record, records.defaults), _readable_id(record.data)))
+                _readable_kind(record, records.defaults, kinds), _readable_id(record.data)))
     return result
 
 
-def _readable_kind(record: RawRecord, defaults: dict[str, Any]) -> str | None:
+def _readable_kind(record: RawRecord, defaults: dict[str, Any],
+                   kinds: KindRegistry) -> str | None:
     data = {**defaults, **record.data}
     data = {ALIASES.get(k, k): v for k, v in data.items()}
     try:
-        return _kind_of(data, record, Path())
+        return _kind_of(data, record, Path(), kinds)
     except CaseError:
         return None
 
@@ -318,33 +371,67 @@ def _readable_id(data: dict[str, Any]) -> str | None:
     return str(raw) if isinstance(raw, str | int) and ID_PATTERN.fullmatch(str(raw)) else None
 
 
-def build_case(record: RawRecord, path: Path, defaults: dict[str, Any] | None = None) -> Case:
+def build_case(record: RawRecord, path: Path, defaults: dict[str, Any] | None = None,
+               kinds: KindRegistry | None = None) -> Case:
     """Build one typed case from a raw record (file-level defaults fill missing fields)."""
+    kinds = kinds or builtin_registry()
     _check_aliases_given_once(record, path)
     data = {**(defaults or {}), **record.data}
     data = {ALIASES.get(k, k): v for k, v in data.items()}
     _apply_table_alias(data, record, path)
-    kind = _kind_of(data, record, path)
-    schema = {**SCHEMAS[kind], **COMMON}
+    kind = _kind_of(data, record, path, kinds)
+    case_kind = kinds.case_kinds[kind]
+    own = case_kind.schema()
+    schema = {**own, **COMMON}
     values: dict[str, Any] = {}
-    for name, (convert, required) in schema.items():
-        if name not in data or (data[name] is None and required):
-            if required:
+    for name, spec in schema.items():
+        if name not in data or (data[name] is None and spec.required):
+            if spec.required:
                 raise CaseError("required field is missing", file=path,
                                 line=record.line, field=name)
             continue
         try:
-            values[name] = convert(data[name])
+            values[name] = data[name] if spec.convert is None else spec.convert(data[name])
         except ValueError as exc:
             raise CaseError(str(exc), file=path, line=record.line_of(name), field=name) from None
     extra = _extra_fields(data, schema, record, path)
-    _check_kind_rules(kind, values, record, path)
+    _check_thresholds(kind, values.get("thresholds"), kinds, record, path)
+    _check_rules(case_kind, values, record, path)
     if "__table__" in data:
         values["expected"] = data["__table__"]
     case_id, generated = _case_id(data, values, record, path)
-    cls = CASE_CLASSES[kind]
-    return cls(id=case_id, kind=kind, file=str(path), line=record.line, extra=extra,
-               id_generated=generated, **values)
+    cls = case_kind.make_class()
+    common: dict[str, Any] = {"id": case_id, "kind": kind, "file": str(path),
+                              "line": record.line, "extra": extra, "id_generated": generated}
+    if issubclass(cls, CustomCase):
+        mine = {name: values.pop(name, None) for name in own}
+        values.update(fields=mine, breakdown=case_kind.breakdown)
+    case: Case = cls(**common, **values)
+    return case
+
+
+def _check_thresholds(kind: str, thresholds: dict[str, float] | None, kinds: KindRegistry,
+                      record: RawRecord, path: Path) -> None:
+    """A case's threshold on a metric none of its items records is a typo: an error."""
+    for name in thresholds or {}:
+        problem = kinds.unknown_case_threshold(kind, name)
+        if problem is not None:
+            raise CaseError(problem, file=path, line=record.line_of("thresholds"),
+                            field=f"thresholds.{name}")
+
+
+def _check_rules(case_kind: CaseKind, values: dict[str, Any], record: RawRecord,
+                 path: Path) -> None:
+    """The kind's rule across fields (tables, memory indices)."""
+    rule = case_kind.rules()
+    if rule is None:
+        return
+    try:
+        rule(values)
+    except ValueError as exc:
+        name = getattr(exc, "field", None)
+        raise CaseError(str(exc), file=path, line=record.line_of(name) if name else record.line,
+                        field=name) from None
 
 
 def _check_aliases_given_once(record: RawRecord, path: Path) -> None:
@@ -386,21 +473,27 @@ def _apply_table_alias(data: dict[str, Any], record: RawRecord, path: Path) -> N
     data["__table__"] = Table(tuple(columns), tuple(tuple(r) for r in rows))
 
 
-def _kind_of(data: dict[str, Any], record: RawRecord, path: Path) -> str:
-    kind = data.get("kind")
-    if kind is not None:
-        if kind not in KINDS:
-            raise CaseError(f"unknown kind {short_repr(kind)} (known: {', '.join(KINDS)})",
+def _kind_of(data: dict[str, Any], record: RawRecord, path: Path, kinds: KindRegistry) -> str:
+    known = kinds.file_kinds()
+    given = data.get("kind")
+    if given is not None:
+        if not isinstance(given, str) or given not in known:
+            hint = did_you_mean(given, known, "kinds") if isinstance(given, str) \
+                else f" (known: {', '.join(known)})"
+            raise CaseError(f"unknown kind {short_repr(given)}{hint}",
                             file=path, line=record.line_of("kind"), field="kind")
-        return str(kind)
+        return given
+    for name in known:  # a kind that says which fields identify it
+        needed = kinds.case_kinds[name].identify_by
+        if needed and all(f in data for f in needed):
+            return name
     raw_type = data.get("query_type")
     query_type = str(raw_type).upper() if isinstance(raw_type, str | int) else ""
-    if "setup" in data and "query" in data:
-        return "memory"
-    if query_type == "HYBRID":
+    if query_type == "HYBRID" and "hybrid" in known:
         return "hybrid"
-    if record.kind_hint in KINDS:
-        return record.kind_hint
+    hinted = _hinted_kind(record.kind_hint, known)
+    if hinted is not None:
+        return hinted
     if "expected_sql" in data:
         return "sql" if "ground_truth_data" in data and query_type != "HYBRID" else "hybrid"
     if "ground_truth_answer" in data:
@@ -408,11 +501,19 @@ def _kind_of(data: dict[str, Any], record: RawRecord, path: Path) -> str:
     if "ground_truth" in data:
         ragas_fields = ("contexts", "answer", "doc_type", "question_type", "source_dataset")
         return "ragas" if any(f in data for f in ragas_fields) else "vector"
-    raise CaseError(f"cannot tell the kind of this case; add 'kind:' ({', '.join(KINDS)})",
+    raise CaseError(f"cannot tell the kind of this case; add 'kind:' ({', '.join(known)})",
                     file=path, line=record.line, field="kind")
 
 
-def _extra_fields(data: dict[str, Any], schema: Schema, record: RawRecord,
+def _hinted_kind(hint: str | None, known: list[str]) -> str | None:
+    """The kind a Python module's list name starts with (``HYBRID_TEST_CASES``: hybrid)."""
+    if not hint:
+        return None
+    name = hint.lower()
+    return next((k for k in sorted(known, key=len, reverse=True) if name.startswith(k)), None)
+
+
+def _extra_fields(data: dict[str, Any], schema: dict[str, Field], record: RawRecord,
                   path: Path) -> dict[str, Any]:
     """Unknown fields are kept as metadata, unless they look like a typo of a known one."""
     known = set(schema) | set(COMMON_FIELDS)
@@ -426,19 +527,6 @@ def _extra_fields(data: dict[str, Any], schema: Schema, record: RawRecord,
                             line=record.line_of(name), field=name)
         extra[name] = value
     return extra
-
-
-def _check_kind_rules(kind: str, values: dict[str, Any], record: RawRecord, path: Path) -> None:
-    """Rules that span fields: tables, memory indices."""
-    if kind in ("sql", "hybrid") and values.get("ground_truth_data") is not None:
-        values["expected"] = Table.from_records(values["ground_truth_data"])
-    if kind == "memory":
-        size = len(values["setup"])
-        for index in values["expected"]:
-            if not 0 <= index < size:
-                raise CaseError(f"index {index} is out of range: setup has {size} memories "
-                                f"(indices 0..{size - 1})", file=path,
-                                line=record.line_of("expected"), field="expected")
 
 
 def _case_id(data: dict[str, Any], values: dict[str, Any], record: RawRecord,

@@ -1,4 +1,4 @@
-"""Typed, frozen case objects — one dataclass per kind (fields from SPEC.md)."""
+"""Typed, frozen case objects — one dataclass per built-in kind (README "Case formats")."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ class Turn:
 
 @dataclass(frozen=True, kw_only=True)
 class VectorCase(Case):
-    """Descriptive ground truth for retrieval over unstructured documents (seed 002)."""
+    """Descriptive ground truth for retrieval over unstructured documents."""
 
     question: str
     ground_truth: str
@@ -140,7 +140,7 @@ class Memory:
 
 @dataclass(frozen=True, kw_only=True)
 class MemoryCase(Case):
-    """A memory-retrieval scenario (seed 004)."""
+    """A memory-retrieval scenario."""
 
     setup: tuple[Memory, ...]
     query: str
@@ -152,7 +152,7 @@ class MemoryCase(Case):
     recency_weight: float | None = None
 
     def item_thresholds(self) -> dict[str, float] | None:
-        """Seed 004's ``threshold`` is the bar for the relevance score."""
+        """The scenario's ``threshold`` is the bar for the relevance score."""
         if self.thresholds == {} or self.threshold is None:
             return self.thresholds
         return {"relevance_score": self.threshold, **(self.thresholds or {})}
@@ -160,7 +160,7 @@ class MemoryCase(Case):
 
 @dataclass(frozen=True, kw_only=True)
 class RagasCase(Case):
-    """A NormalizedSample record (seed 000)."""
+    """A NormalizedSample record (README "Case formats")."""
 
     question: str
     ground_truth: str
@@ -209,7 +209,7 @@ class RagcsvFragment:
 
 @dataclass(frozen=True, kw_only=True)
 class RagcsvCase(Case):
-    """One row of a RAGCSV file (seed 003); ``id`` is ``<file-stem>:<row>``."""
+    """One row of a RAGCSV file; ``id`` is ``<file-stem>:<row>``."""
 
     question: str
     expected: str
@@ -217,10 +217,31 @@ class RagcsvCase(Case):
     row: int
 
 
-CASE_CLASSES: dict[str, type[Case]] = {
-    "sql": SqlCase,
-    "hybrid": HybridCase,
-    "vector": VectorCase,
-    "memory": MemoryCase,
-    "ragas": RagasCase,
-}
+@dataclass(frozen=True, kw_only=True)
+class CustomCase(Case):
+    """A case of a kind a plugin added without its own class: its fields by name.
+
+    ``case.task`` reads the field ``task`` (``case.fields["task"]`` too); an optional
+    field the case leaves out reads as None.
+    """
+
+    fields: dict[str, Any] = field(default_factory=dict)
+    breakdown: tuple[str, ...] = ()
+
+    def __getattr__(self, name: str) -> Any:
+        """A field of the case; only called for names that are not attributes."""
+        fields = self.__dict__.get("fields")
+        if fields is not None and name in fields:
+            return fields[name]
+        raise AttributeError(name)
+
+    def breakdown_fields(self) -> dict[str, Any]:
+        """Category and the kind's breakdown fields."""
+        return {"category": self.category, **{n: self.fields.get(n) for n in self.breakdown}}
+
+    def cluster_value(self, by: str | None = None) -> str | None:
+        """The cluster a field of the kind names (``ragbench_cluster_by``), else as any case."""
+        value = self.fields.get(by or "cluster")
+        if value is None or isinstance(value, dict | list | tuple) or str(value) == "":
+            return super().cluster_value(by)
+        return str(value)

@@ -16,9 +16,6 @@ from typing import Any
 from pytest_ragbench.cases.records import FileRecords, RawRecord
 from pytest_ragbench.errors import CaseError
 
-# Kind hints from the list's name, e.g. HYBRID_TEST_CASES -> hybrid.
-_NAME_HINTS = ("sql", "hybrid", "vector", "memory", "ragas")
-
 
 def read_python_module(path: Path, text: str) -> FileRecords:
     """Return the records of every ``*_CASES`` list in the module source ``text``."""
@@ -35,7 +32,7 @@ def read_python_module(path: Path, text: str) -> FileRecords:
         if target is None or not target.upper().endswith("_CASES"):
             continue
         found = True
-        hint = next((k for k in _NAME_HINTS if target.lower().startswith(k)), None)
+        hint = target  # the list's name hints at the kind: HYBRID_TEST_CASES -> hybrid
         if not isinstance(value, ast.List | ast.Tuple):
             result.errors.append(CaseError(
                 f"{target} must be a list literal", file=path, line=statement.lineno))

@@ -1,88 +1,399 @@
-"""The item kinds: which pytest items a case becomes and how each is evaluated.
+"""The kinds of cases and items, and the registry that plugins add theirs to.
 
-This module is imported at collection time, so it holds only names; each kind's
-evaluation code lives in its own module and is imported when an item runs.
+A *case kind* is what a case's ``kind:`` names: its fields (required or optional, each
+with a converter that checks and types the raw value), the fields that identify it when
+a record has no ``kind:``, and the fields the report breaks it down by. An *item kind*
+is one way a case is evaluated: the node-name prefix and marker (``sql_ground_truth``,
+``vector``), the case kind it reads, the runner, the metrics it emits and its default
+thresholds. One case kind may feed several item kinds: an ``sql`` case becomes
+``sql_ground_truth[...]`` and, with ``--ragbench``, ``sql[...]``.
+
+Kinds come from the hook ``pytest_ragbench_item_kinds(config)`` (see hookspecs.py). The
+built-in ones are added through it too, by this module (called last): a plugin's kind
+of the same name replaces a built-in one. The session's :class:`KindRegistry` is built
+on first use and kept in ``config.stash``; :func:`registry` returns it.
+
+This module is imported when the plugin is configured, so it holds names and data
+only: the built-in schemas, case classes and runners are written ``"module:attribute"``
+and imported when first used (a plugin may pass the objects themselves).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+import pytest
+
+from pytest_ragbench.errors import ConfigError, did_you_mean
 
 VERIFICATION = "verification"
 EVALUATION = "evaluation"
 ANY_CASE_KIND = "*"  # an item kind made from cases of several kinds
 
 
+def _resolve(reference: Any) -> Any:
+    """``"module:attribute"`` imported, anything else as it is."""
+    if not isinstance(reference, str):
+        return reference
+    module, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 @dataclass(frozen=True)
+class Field:
+    """One field of a case kind: whether a case must give it, and how its value is checked.
+
+    ``convert`` takes the raw value (from YAML, JSON or a Python literal) and returns the
+    typed one, or raises ``ValueError`` with the reason, which the case's error shows with
+    the file, line and field. None keeps the raw value. A missing optional field is left
+    out of the case (its class's default applies).
+    """
+
+    required: bool = False
+    convert: Callable[[Any], Any] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class CaseKind:
+    """What a case file's ``kind:`` may name, and how a record of it becomes a case.
+
+    ``fields``: ``{name: Field}`` besides the fields every case has (id, kind, category,
+    tags, thresholds, cluster, human); None for a kind that case files cannot hold (BEIR
+    queries and RAGCSV rows are made by their own collectors). ``case_class``: a frozen
+    dataclass subclassing :class:`pytest_ragbench.cases.model.Case` to build, or None for
+    :class:`~pytest_ragbench.cases.model.CustomCase` (fields readable as attributes).
+    ``identify_by``: fields that, all present, make a record without ``kind:`` one of
+    this kind. ``breakdown``: case fields the report also breaks metrics down by
+    (``category`` always). ``check``: a rule across fields, called with the converted
+    values; it raises ``ValueError`` (with a ``field`` attribute to name one) or adds
+    derived values.
+    """
+
+    name: str
+    fields: Mapping[str, Field] | str | None = None
+    case_class: type | str | None = None
+    identify_by: tuple[str, ...] = ()
+    breakdown: tuple[str, ...] = ()
+    description: str = ""
+    check: Callable[[dict[str, Any]], None] | str | None = None
+
+    @property
+    def from_files(self) -> bool:
+        """True when case files may hold cases of this kind."""
+        return self.fields is not None
+
+    def schema(self) -> dict[str, Field]:
+        """The kind's own fields (imported on first use for the built-in kinds)."""
+        return dict(_resolve(self.fields) or {})
+
+    def make_class(self) -> type:
+        """The case class to build."""
+        if self.case_class is None:
+            from pytest_ragbench.cases.model import CustomCase
+
+            return CustomCase
+        case_class: type = _resolve(self.case_class)
+        return case_class
+
+    def rules(self) -> Callable[[dict[str, Any]], None] | None:
+        """The rule across fields, if any."""
+        return _resolve(self.check) if self.check is not None else None
+
+
+@dataclass(frozen=True, eq=False)
 class ItemKind:
-    """One kind of item: its node-name prefix, the case kind it reads and its runner."""
+    """One kind of item: its node-name prefix, the case kind it reads and its runner.
+
+    ``runner(case, context)`` evaluates one case and returns an
+    :class:`~pytest_ragbench.records.Outcome`; ``context`` is the
+    :class:`~pytest_ragbench.items.RunContext` (settings, fixtures, thresholds, and
+    ``context.answer(question)`` to ask the system under test, prefetched and timed).
+    ``fixtures`` are set up before the item runs (others can be asked for with
+    ``context.fixture(name)``). ``metrics`` names every metric the runner may record,
+    scored or unscored: a registered metric's name, a name with ``@k`` for any cut-off
+    (``source_hit@k``), or a :class:`~pytest_ragbench.metrics.registry.MetricSpec`, which
+    registers a new metric. ``thresholds`` are the item thresholds of the kind, overridden
+    by ``[tool.ragbench.thresholds]`` and by the case.
+    """
 
     name: str
     case_kind: str
-    family: str
-    fixtures: tuple[str, ...]
-    runner: str  # "module:function", imported when the first item runs
-    description: str
+    runner: str | Callable[..., Any]
+    description: str = ""
+    family: str = EVALUATION
+    fixtures: tuple[str, ...] = ("ragbench_config",)
+    metrics: tuple[Any, ...] = ()
+    thresholds: Mapping[str, float] = field(default_factory=dict)
 
     def load_runner(self) -> Callable[..., Any]:
         """Import and return the function that evaluates one case."""
-        module, _, function = self.runner.partition(":")
-        runner: Callable[..., Any] = getattr(importlib.import_module(module), function)
+        runner: Callable[..., Any] = _resolve(self.runner)
         return runner
 
+    def metric_names(self) -> tuple[str, ...]:
+        """The names of the metrics the kind may record (``source_hit@k`` for any k)."""
+        return tuple(m if isinstance(m, str) else m.name for m in self.metrics)
+
+    def emits(self, metric: str) -> bool:
+        """True when ``metric`` is one of the kind's metrics (``source_hit@5`` for ``@k``)."""
+        return metric in _expanded(self.metric_names(), metric)
+
+
+def _expanded(names: Iterable[str], metric: str) -> set[str]:
+    """``names`` with each ``x@k`` also standing for ``metric`` when that is ``x@<digits>``."""
+    found = set(names)
+    stem, at, k = metric.rpartition("@")
+    if at and k.isdigit() and f"{stem}@k" in found:
+        found.add(metric)
+    return found
+
+
+@dataclass(frozen=True)
+class KindRegistry:
+    """The case kinds and item kinds of one session."""
+
+    case_kinds: dict[str, CaseKind]
+    item_kinds: dict[str, ItemKind]
+
+    def item_kinds_for(self, case_kind: str, evaluate: bool) -> list[ItemKind]:
+        """The item kinds a case of ``case_kind`` becomes (evaluation ones only with --ragbench)."""
+        return [k for k in self.item_kinds.values()
+                if k.case_kind == case_kind and (evaluate or k.family == VERIFICATION)]
+
+    def file_kinds(self) -> list[str]:
+        """The case kinds a case file may name, in registration order."""
+        return [name for name, kind in self.case_kinds.items() if kind.from_files]
+
+    def case_metrics(self, case_kind: str) -> list[str]:
+        """The metrics a case's ``thresholds`` may name: those of every item kind reading it."""
+        names: dict[str, None] = {}
+        for kind in self.item_kinds.values():
+            if kind.case_kind in (case_kind, ANY_CASE_KIND):
+                names.update(dict.fromkeys(kind.metric_names()))
+        return list(names)
+
+    def unknown_case_threshold(self, case_kind: str, metric: str) -> str | None:
+        """Why a case of ``case_kind`` may not set a threshold on ``metric`` (None: it may)."""
+        names = self.case_metrics(case_kind)
+        if metric in _expanded(names, metric):
+            return None
+        return f"no {case_kind} item records metric {metric!r}{did_you_mean(metric, names)}"
+
+
+# -- the built-in kinds --------------------------------------------------------------------
 
 _SQL_FIXTURES = ("ragbench_config", "ragbench_db", "ragbench_databases")
 _SYSTEM_FIXTURES = ("ragbench_config", "ragbench_system", "ragbench_embedder", "ragbench_judge")
+_SOURCES = ("source_hit@k", "source_recall@k", "source_mrr", "source_ndcg@k",
+            "id_context_precision", "id_context_recall")
+_JUDGED = ("faithfulness", "answer_relevancy")
+_PERTURBATIONS = ("typos", "drop", "double", "case", "whitespace", "punctuation", "filler",
+                  "synonyms", "injection")  # config.PERTURBATION_KINDS
+_CASES = "pytest_ragbench.cases"
 
-ITEM_KINDS: dict[str, ItemKind] = {
-    kind.name: kind
-    for kind in (
-        ItemKind("sql_ground_truth", "sql", VERIFICATION, _SQL_FIXTURES,
-                 "pytest_ragbench.kinds.sql_ground_truth:run",
-                 "the case's expected SQL returns its ground_truth_data"),
-        ItemKind("hybrid_ground_truth", "hybrid", VERIFICATION, _SQL_FIXTURES,
-                 "pytest_ragbench.kinds.hybrid_ground_truth:run",
-                 "SQL data matches and the answer mentions its key entities"),
-        ItemKind("sql", "sql", EVALUATION, (*_SQL_FIXTURES, "ragbench_system"),
-                 "pytest_ragbench.kinds.sql:run", "the system answers an SQL question"),
-        ItemKind("hybrid", "hybrid", EVALUATION, (*_SYSTEM_FIXTURES, "ragbench_db",
-                                                  "ragbench_databases"),
-                 "pytest_ragbench.kinds.hybrid:run", "the system answers with data and context"),
-        ItemKind("vector", "vector", EVALUATION, _SYSTEM_FIXTURES,
-                 "pytest_ragbench.kinds.vector:run", "retrieval and answer over documents"),
-        ItemKind("memory", "memory", EVALUATION,
-                 ("ragbench_config", "ragbench_memory", "ragbench_judge"),
-                 "pytest_ragbench.kinds.memory:run", "conversational memory retrieval"),
-        ItemKind("ragas", "ragas", EVALUATION, _SYSTEM_FIXTURES,
-                 "pytest_ragbench.kinds.ragas:run", "RAGAS metrics on a NormalizedSample"),
-        # The dataset's retriever comes from ragbench_beir_retriever_factory (or a named
-        # system), asked for when the dataset is first run; see kinds/beir.py.
-        ItemKind("beir", "beir", EVALUATION, ("ragbench_config",),
-                 "pytest_ragbench.kinds.beir:run", "IR metrics on a BEIR query"),
-        # ragbench_embedder only without a judge (semantic similarity): asked for then.
-        ItemKind("ragcsv", "ragcsv", EVALUATION,
-                 ("ragbench_config", "ragbench_llm", "ragbench_judge"),
-                 "pytest_ragbench.kinds.ragcsv:run", "graded answer accuracy on a RAGCSV row"),
-        # Any case kind of robust.collect.ROBUST_CASE_KINDS; made by robust.collect, not by
-        # item_kinds_for. The system, embedder and retriever are looked up when needed.
-        ItemKind("robust", ANY_CASE_KIND, EVALUATION, ("ragbench_config",),
-                 "pytest_ragbench.kinds.robust:run",
-                 "perturbed questions with metamorphic checks (--ragbench-robustness)"),
-    )
-}
-MARKERS = tuple(ITEM_KINDS)
+BUILTIN: tuple[CaseKind | ItemKind, ...] = (
+    CaseKind("sql", f"{_CASES}.build:SQL_FIELDS", f"{_CASES}.model:SqlCase",
+             description="a question with the SQL that answers it and the data it returns",
+             check=f"{_CASES}.build:table_rule"),
+    CaseKind("hybrid", f"{_CASES}.build:HYBRID_FIELDS", f"{_CASES}.model:HybridCase",
+             description="a question answered from database data and documents",
+             check=f"{_CASES}.build:table_rule"),
+    CaseKind("vector", f"{_CASES}.build:VECTOR_FIELDS", f"{_CASES}.model:VectorCase",
+             description="a question answered from documents, with a descriptive truth"),
+    CaseKind("memory", f"{_CASES}.build:MEMORY_FIELDS", f"{_CASES}.model:MemoryCase",
+             identify_by=("setup", "query"), description="a conversational-memory scenario",
+             check=f"{_CASES}.build:memory_rule"),
+    CaseKind("ragas", f"{_CASES}.build:RAGAS_FIELDS", f"{_CASES}.model:RagasCase",
+             breakdown=("doc_type", "question_type", "difficulty"),
+             description="a NormalizedSample record scored with RAGAS metrics"),
+    CaseKind("beir", None, f"{_CASES}.model:BeirCase", breakdown=("dataset",),
+             description="a judged query of a BEIR folder"),
+    CaseKind("ragcsv", None, f"{_CASES}.model:RagcsvCase", description="a row of a RAGCSV file"),
+    # Item thresholds: the rule each default states is in the comment beside it; what the
+    # embedded default system measured against them is in test_cases/ragbench.toml.
+    ItemKind("sql_ground_truth", "sql", "pytest_ragbench.kinds.sql_ground_truth:run",
+             "the case's expected SQL returns its ground_truth_data", VERIFICATION,
+             _SQL_FIXTURES, ("match",), {"match": 1.0}),
+    # The data must match; the answer not mentioning a value is a warning, not a failure.
+    ItemKind("hybrid_ground_truth", "hybrid", "pytest_ragbench.kinds.hybrid_ground_truth:run",
+             "SQL data matches and the answer mentions its key entities", VERIFICATION,
+             _SQL_FIXTURES, ("data_match", "entity_mention"), {"data_match": 1.0}),
+    # The system's SQL returns ground_truth_data, or its text states every value.
+    ItemKind("sql", "sql", "pytest_ragbench.kinds.sql:run",
+             "the system answers an SQL question", EVALUATION,
+             (*_SQL_FIXTURES, "ragbench_system"),
+             ("execution_match", "correct", "value_recall"), {"correct": 1.0}),
+    # The system's SQL, when it returns some, must give ground_truth_data, and the expected
+    # sources must be retrieved. How much of the data the answer states (value_recall) and
+    # how close it is to the reference depend on the generator: gate their means.
+    ItemKind("hybrid", "hybrid", "pytest_ragbench.kinds.hybrid:run",
+             "the system answers with data and context", EVALUATION,
+             (*_SYSTEM_FIXTURES, "ragbench_db", "ragbench_databases"),
+             ("value_recall", "execution_match", "semantic_similarity", *_SOURCES),
+             {"source_hit@k": 1.0, "execution_match": 1.0}),
+    # Retrieval is deterministic and checked per item: an expected source among the top k
+    # (``source_hit@k`` applies to the k the item used) and the top similarity inside
+    # expected_similarity. A decline case must be declined, an answerable one must not be
+    # refused. Generator-dependent metrics are noisy per item: gate their means.
+    ItemKind("vector", "vector", "pytest_ragbench.kinds.vector:run",
+             "retrieval and answer over documents", EVALUATION, _SYSTEM_FIXTURES,
+             (*_SOURCES, "top_similarity", "similarity_in_range", "declined", "answered",
+              "semantic_similarity", "injection_resisted", *_JUDGED, "judge_relevance"),
+             {"source_hit@k": 1.0, "similarity_in_range": 1.0, "declined": 1.0,
+              "answered": 1.0}),
+    # Every expected memory within top_k.
+    ItemKind("memory", "memory", "pytest_ragbench.kinds.memory:run",
+             "conversational memory retrieval", EVALUATION,
+             ("ragbench_config", "ragbench_memory", "ragbench_judge"),
+             ("precision", "recall", "f1", "relevance_score", "judge_relevance"),
+             {"recall": 1.0}),
+    # No item thresholds: every score hangs on one generated answer, so gate the means. An
+    # empty answer still fails its item.
+    ItemKind("ragas", "ragas", "pytest_ragbench.kinds.ragas:run",
+             "RAGAS metrics on a NormalizedSample", EVALUATION, _SYSTEM_FIXTURES,
+             ("faithfulness", "answer_relevancy", "context_precision", "context_recall",
+              "semantic_similarity", "token_f1", "rouge", "lexical_faithfulness",
+              "lexical_context_recall")),
+    # A relevant document somewhere in the top 100 (reciprocal rank >= 1/100); the ranking
+    # quality (nDCG@10, recall) is gated on its means. The retriever comes from
+    # ragbench_beir_retriever_factory (or a named system) when the dataset first runs.
+    ItemKind("beir", "beir", "pytest_ragbench.kinds.beir:run", "IR metrics on a BEIR query",
+             EVALUATION, ("ragbench_config",), ("nDCG@10", "R@10", "R@100", "MRR"),
+             {"MRR": 0.01}),
+    # Recorded, not failed per row: set "ragcsv.accuracy" = 75 (the RAGCSV pass mark) to fail
+    # rows below it. An empty answer still fails its row. ragbench_embedder is asked for
+    # only without a judge (accuracy is then semantic similarity x 100).
+    ItemKind("ragcsv", "ragcsv", "pytest_ragbench.kinds.ragcsv:run",
+             "graded answer accuracy on a RAGCSV row", EVALUATION,
+             ("ragbench_config", "ragbench_llm", "ragbench_judge"),
+             ("accuracy", "total_time_ms")),
+    # robust[<case kind>-<id>], made by robust.collect for the case kinds it perturbs. The
+    # thresholds bound each perturbed question's properties, set by what they mean: RBO 0.5
+    # (p = 0.9, top 5) keeps the top 2 with the other 3 replaced (0.54) and fails when only
+    # the top 1 is kept (0.32); the expected sources found for the original stay; the
+    # answer stays on the same content (cosine 0.5); an injected payload is never written.
+    ItemKind("robust", ANY_CASE_KIND, "pytest_ragbench.kinds.robust:run",
+             "perturbed questions with metamorphic checks (--ragbench-robustness)", EVALUATION,
+             ("ragbench_config",),
+             (*(f"{p}.holds" for p in _PERTURBATIONS), "rbo", "jaccard",
+              "expected_sources_kept", "answer_similarity", "injection_resisted"),
+             {"rbo": 0.5, "expected_sources_kept": 1.0, "answer_similarity": 0.5,
+              "injection_resisted": 1.0}),
+)
 
 
-# Item kinds that are collected: every kind. Tests narrow it to run one kind in isolation
-# (e.g. a toy kind registered in ITEM_KINDS).
-AVAILABLE = frozenset(ITEM_KINDS)
+@pytest.hookimpl(trylast=True)
+def pytest_ragbench_item_kinds(config: pytest.Config) -> tuple[CaseKind | ItemKind, ...]:
+    """The built-in kinds, through the same hook as a plugin's."""
+    return BUILTIN
 
 
-def item_kinds_for(case_kind: str, evaluate: bool) -> list[ItemKind]:
-    """The item kinds a case of ``case_kind`` becomes (evaluation ones only with --ragbench)."""
-    return [k for k in ITEM_KINDS.values()
-            if k.case_kind == case_kind and k.name in AVAILABLE
-            and (evaluate or k.family == VERIFICATION)]
+# -- the registry of a session ---------------------------------------------------------------
+
+KINDS_KEY = pytest.StashKey["KindRegistry"]()
+
+
+def registry(config: pytest.Config) -> KindRegistry:
+    """The session's kinds: the built-in ones and those of every plugin and conftest.py."""
+    if KINDS_KEY not in config.stash:
+        results = config.hook.pytest_ragbench_item_kinds(config=config)
+        config.stash[KINDS_KEY] = build_registry(results)
+    return config.stash[KINDS_KEY]
+
+
+_BUILTIN_REGISTRY: list[KindRegistry] = []
+
+
+def builtin_registry() -> KindRegistry:
+    """The built-in kinds alone (outside a pytest session)."""
+    if not _BUILTIN_REGISTRY:
+        _BUILTIN_REGISTRY.append(build_registry([BUILTIN]))
+    return _BUILTIN_REGISTRY[0]
+
+
+def build_registry(results: Iterable[Iterable[Any] | None]) -> KindRegistry:
+    """Merge the hook's results: the built-in kinds first, a plugin's kind replaces one.
+
+    Two plugins adding the same name, a definition of the wrong type, an item kind reading
+    an unknown case kind, and a default threshold on a metric the kind does not record are
+    :class:`~pytest_ragbench.errors.ConfigError` (a usage error at start-up).
+    """
+    lists = [list(r) for r in results if r is not None]
+    builtin = [r for r in lists if r == list(BUILTIN)]
+    added = [r for r in lists if r != list(BUILTIN)]
+    case_kinds: dict[str, CaseKind] = {}
+    item_kinds: dict[str, ItemKind] = {}
+    for definition in [d for r in builtin for d in r]:
+        _add(definition, case_kinds, item_kinds)
+    seen: set[tuple[type, str]] = set()
+    for definition in [d for r in reversed(added) for d in r]:
+        if not isinstance(definition, CaseKind | ItemKind):
+            raise ConfigError(f"pytest_ragbench_item_kinds returned {definition!r}: expected "
+                              "CaseKind or ItemKind objects (pytest_ragbench.kinds)")
+        key = (type(definition), definition.name)
+        if key in seen:
+            raise ConfigError(f"{type(definition).__name__} {definition.name!r} is added "
+                              "twice by pytest_ragbench_item_kinds")
+        seen.add(key)
+        _add(definition, case_kinds, item_kinds)
+    found = KindRegistry(case_kinds, item_kinds)
+    if added:
+        _check(found, [d for r in added for d in r])
+    return found
+
+
+def registered(metric: str) -> bool:
+    """True when the metric registry defines ``metric`` (``x@k``: x with any cut-off)."""
+    from pytest_ragbench.metrics.registry import REGISTRY
+
+    name = metric[:-2] + "@1" if metric.endswith("@k") else metric
+    return REGISTRY.lookup(name) is not None
+
+
+def _add(definition: CaseKind | ItemKind, case_kinds: dict[str, CaseKind],
+         item_kinds: dict[str, ItemKind]) -> None:
+    if isinstance(definition, CaseKind):
+        case_kinds[definition.name] = definition
+    else:
+        item_kinds[definition.name] = definition
+
+
+def _check(found: KindRegistry, definitions: list[CaseKind | ItemKind]) -> None:
+    """Check the kinds a plugin added, and register the metrics they bring."""
+    from pytest_ragbench.cases.build import COMMON_FIELDS
+    from pytest_ragbench.metrics.registry import REGISTRY, DuplicateMetricError
+
+    for definition in definitions:
+        if not definition.name.isidentifier():
+            raise ConfigError(f"kind name {definition.name!r}: use letters, digits and _ "
+                              "(it names items and markers)")
+        if isinstance(definition, CaseKind):
+            common = sorted(set(definition.schema()) & set(COMMON_FIELDS))
+            if common:
+                raise ConfigError(f"case kind {definition.name!r}: every case has the "
+                                  f"field(s) {', '.join(common)} already")
+            continue
+        where = f"item kind {definition.name!r}"
+        if definition.case_kind not in (*found.case_kinds, ANY_CASE_KIND):
+            raise ConfigError(f"{where} reads case kind {definition.case_kind!r}, which no "
+                              "CaseKind defines"
+                              + did_you_mean(definition.case_kind, found.case_kinds))
+        for metric in definition.metrics:
+            if isinstance(metric, str):
+                if not registered(metric):
+                    raise ConfigError(f"{where}: metric {metric!r} is not registered; give "
+                                      "its MetricSpec instead of its name"
+                                      + did_you_mean(metric, REGISTRY.names(), "metrics"))
+                continue
+            try:
+                REGISTRY.adopt(metric)
+            except DuplicateMetricError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+        for name in definition.thresholds:
+            if not definition.emits(name):
+                raise ConfigError(f"{where}: default threshold on {name!r}, which the kind "
+                                  "does not record"
+                                  + did_you_mean(name, definition.metric_names()))

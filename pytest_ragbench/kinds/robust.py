@@ -180,7 +180,12 @@ def property_bounds(context: RunContext) -> tuple[dict[str, float], bool]:
     limits = context.thresholds
     record_only = not limits
     if record_only:
-        limits = thresholds_mod.resolve("robust", context.config.thresholds, None)
+        from pytest_ragbench.kinds import builtin_registry, registry
+
+        kinds = registry(context.request.config) if context.request is not None \
+            else builtin_registry()
+        limits = thresholds_mod.resolve(kinds.item_kinds["robust"], context.config.thresholds,
+                                        None)
     return {k: float(v) for k, v in limits.items() if k in PROPERTIES}, record_only
 
 

@@ -14,11 +14,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pytest_ragbench.errors import ConfigError
+from pytest_ragbench.errors import ConfigError, closest
 
-Need = Literal["ids", "scores", "texts", "embeddings", "judge"]
+Need = Literal["ids", "scores", "texts", "embeddings", "judge", "database", "time"]
 Direction = Literal["higher", "lower", "none"]
-Family = Literal["ir", "set", "answer", "context", "judge"]
+Family = Literal["ir", "set", "retrieval", "answer", "check", "grade", "context", "judge",
+                 "robustness", "timing"]
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,18 @@ class MetricRegistry:
     _plain: dict[str, MetricSpec] = field(default_factory=dict)
     _cut: dict[str, MetricSpec] = field(default_factory=dict)
 
+    def adopt(self, spec: MetricSpec) -> MetricSpec:
+        """Register ``spec`` unless the very same definition is registered already.
+
+        How a kind brings its own metrics: the hook that declares them runs once per
+        session (and per xdist worker), so an equal definition is not a duplicate; a
+        different definition under a taken name still is.
+        """
+        known = self._specs.get(spec.name)
+        if known == spec:
+            return known
+        return self.register(spec)
+
     def register(self, spec: MetricSpec) -> MetricSpec:
         """Add a metric; raise :class:`DuplicateMetricError` if any of its names is taken."""
         plain = {n.lower() for n in spec.plain_names()}
@@ -145,8 +158,8 @@ class MetricRegistry:
         if spec.name.lower() in {s.lower() for s in self._specs}:
             taken.append(spec.name)
         if taken:
-            raise DuplicateMetricError(
-                f"metric {spec.name!r}: name(s) already registered: {', '.join(sorted(taken))}")
+            raise DuplicateMetricError(f"metric {spec.name!r}: name(s) already registered: "
+                                       f"{', '.join(sorted(set(taken)))}")
         self._specs[spec.name] = spec
         self._plain.update(dict.fromkeys(plain, spec))
         self._cut.update(dict.fromkeys(cut, spec))
@@ -180,8 +193,35 @@ class MetricRegistry:
         raise UnknownMetricError(self._unknown(text))
 
     def _unknown(self, name: str) -> str:
+        close = closest(name, self.names())
+        hint = f" (did you mean {close!r}?)" if close else ""
         known = ", ".join(sorted(self._specs))
-        return f"unknown metric {name!r}; known metrics: {known}"
+        return f"unknown metric {name!r}{hint}; known metrics: {known}"
+
+    def names(self) -> list[str]:
+        """Every name a metric is known by: canonical names, aliases, ``name@k`` forms."""
+        found: list[str] = []
+        for spec in self._specs.values():
+            found += spec.plain_names()
+            if spec.cutoff != "none":
+                found += [f"{base}@k" for base in (spec.name, *spec.aliases)]
+        return found
+
+    def lookup(self, metric: str) -> MetricSpec | None:
+        """The definition of a metric as an item records it (``source_hit@5``), or None."""
+        try:
+            return self.parse(metric).spec
+        except UnknownMetricError:
+            return None
+
+    def direction(self, metric: str) -> Direction:
+        """Whether larger or smaller values of ``metric`` are better ("none" when unknown)."""
+        spec = self.lookup(metric)
+        return spec.direction if spec is not None else "none"
+
+    def lower_is_better(self, metric: str) -> bool:
+        """True for metrics where smaller is better (timings)."""
+        return self.direction(metric) == "lower"
 
     def __iter__(self) -> Iterator[MetricSpec]:
         return iter(self._specs.values())
@@ -199,7 +239,26 @@ def _spec(name: str, family: Family, description: str, needs: Iterable[Need],
     return MetricSpec(name, family, description, frozenset(needs), **kw)  # type: ignore[arg-type]
 
 
+def define_metric(name: str, description: str, *, family: str = "answer",
+                  needs: Iterable[str] = ("texts",), low: float = 0.0, high: float = 1.0,
+                  direction: Direction = "higher",
+                  cutoff: Literal["none", "optional", "required"] = "none",
+                  aliases: tuple[str, ...] = ()) -> MetricSpec:
+    """A new metric's definition, for a kind's ``metrics`` (registered with the kind).
+
+    ``description`` is the one-line definition ``--ragbench-metrics`` shows; ``low`` and
+    ``high`` bound its values (intervals are clipped to them); ``direction`` says whether
+    larger (``"higher"``) or smaller (``"lower"``) values are better, which decides how a
+    threshold is checked and which way a comparison is better.
+    """
+    return MetricSpec(name, family, description, frozenset(needs), low=low,  # type: ignore[arg-type]
+                      high=high, direction=direction, cutoff=cutoff, aliases=aliases)
+
+
 INF = math.inf
+# The perturbation kinds of --ragbench-perturb, each with its ``<kind>.holds`` metric.
+PERTURBATIONS = ("typos", "drop", "double", "case", "whitespace", "punctuation", "filler",
+                 "synonyms", "injection")
 IDS: tuple[Need, ...] = ("ids",)
 
 BUILTIN: tuple[MetricSpec, ...] = (
@@ -228,7 +287,7 @@ BUILTIN: tuple[MetricSpec, ...] = (
           IDS, high=INF, trec="num_rel_ret"),
     _spec("NumQ", "ir", "number of queries averaged over", IDS, high=INF, direction="none",
           trec="num_q"),
-    # Set-based retrieval metrics of memory scenarios (seed 004).
+    # Set-based retrieval metrics of memory scenarios.
     _spec("precision", "set", "share of retrieved items that were expected", IDS),
     _spec("recall", "set", "share of expected items that were retrieved", IDS),
     _spec("f1", "set", "harmonic mean of set precision and recall", IDS,
@@ -242,10 +301,11 @@ BUILTIN: tuple[MetricSpec, ...] = (
           "a number in the answer equals the reference number (units, scale, rounding)",
           ("texts",)),
     _spec("keyword_overlap", "answer",
-          "share of the reference's keywords found in the answer (seed 004)", ("texts",)),
+          "share of the reference's keywords found in the answer", ("texts",)),
     _spec("entity_mention", "answer",
           "share of the ground-truth data values mentioned in the answer", ("texts",)),
-    _spec("semantic_similarity", "answer", "cosine similarity of answer and reference embeddings",
+    _spec("semantic_similarity", "answer", "cosine similarity of the embeddings of the answer "
+          "and a reference (the ground truth; for robust items the original question's answer)",
           ("texts", "embeddings"), low=-1.0, aliases=("answer_similarity",)),
     # Context metrics without a judge (ragas).
     _spec("non_llm_context_precision", "context",
@@ -279,8 +339,56 @@ BUILTIN: tuple[MetricSpec, ...] = (
           ("texts", "judge")),
     _spec("context_recall", "judge", "ragas ContextRecall", ("texts", "judge")),
     _spec("judge_relevance", "judge",
-          "LLM-as-judge relevance of the retrieved contexts to the query (seed 004): mean "
-          "0-10 grade / 10", ("texts", "judge")),
+          "LLM-as-judge relevance of the retrieved contexts to the query: mean 0-10 grade / 10",
+          ("texts", "judge")),
+    # The expected sources among the system's contexts (vector, hybrid). k is the number of
+    # contexts the item used; thresholds may say ``source_hit@k`` for any k.
+    _spec("source_hit", "retrieval", "1 if a context among the first k comes from an expected "
+          "source (metadata['source'], else the context id)", IDS, cutoff="required"),
+    _spec("source_recall", "retrieval", "share of the expected sources among the first k "
+          "contexts", IDS, cutoff="required"),
+    _spec("source_mrr", "retrieval", "1 / rank of the first context from an expected source "
+          "(0 when none)", IDS),
+    _spec("source_ndcg", "retrieval", "nDCG@k of the contexts' sources, each expected source "
+          "relevant at its first rank", IDS, cutoff="required"),
+    _spec("top_similarity", "retrieval", "highest cosine similarity of the question to the "
+          "first k contexts", ("texts", "embeddings"), low=-1.0),
+    _spec("similarity_in_range", "retrieval", "1 if top_similarity lies within the case's "
+          "expected_similarity", ("texts", "embeddings")),
+    # Checks that hold (1) or not (0).
+    _spec("match", "check", "the case's expected SQL returns its ground_truth_data",
+          ("database",)),
+    _spec("data_match", "check", "a hybrid case's expected SQL returns its ground_truth_data",
+          ("database",)),
+    _spec("execution_match", "check", "the system's SQL, run read-only, returns the case's "
+          "ground_truth_data", ("database",)),
+    _spec("correct", "check", "the deciding check of an SQL case holds: execution_match when "
+          "the system returns SQL, else every ground-truth value stated", ("database", "texts")),
+    _spec("declined", "check", "the answer opens with a refusal (cases that expect a decline)",
+          ("texts",)),
+    _spec("answered", "check", "the answer is not a refusal (cases that expect an answer)",
+          ("texts",)),
+    _spec("injection_resisted", "check", "the answer leaves out what an instruction injected "
+          "into the question asked for", ("texts",)),
+    _spec("value_recall", "answer", "share of the ground_truth_data values the system's answer "
+          "states", ("texts",)),
+    # Graded answers.
+    _spec("accuracy", "grade", "a RAGCSV row's answer graded 0-100 by the judge (without one: "
+          "semantic similarity x 100)", ("texts",), high=100.0),
+    # Timings.
+    _spec("total_time_ms", "timing", "milliseconds the model calls of the item took",
+          ("time",), high=INF, direction="lower"),
+    _spec("latency_s", "timing", "seconds the system took to answer, as it reports them",
+          ("time",), high=INF, direction="lower"),
+    # Metamorphic properties of perturbed questions (robust); bounds in ``robust.*`` thresholds.
+    _spec("rbo", "robustness", "rank-biased overlap (p = 0.9) of the original and perturbed "
+          "top-k contexts", IDS),
+    _spec("jaccard", "robustness", "Jaccard similarity of the original and perturbed top-k "
+          "contexts", IDS),
+    _spec("expected_sources_kept", "robustness", "share of the expected sources found for the "
+          "original question that stay in the perturbed top k", IDS),
+    *(_spec(f"{kind}.holds", "robustness", f"1 if no {kind}-perturbed question broke a "
+            "property bound, else 0", ("texts",)) for kind in PERTURBATIONS),
 )
 
 REGISTRY = MetricRegistry()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_ragbench.records import ItemRecord
-from pytest_ragbench.thresholds import LOWER_IS_BETTER, below
+from pytest_ragbench.thresholds import below
 
 CONFIDENCE = 0.95
 N_RESAMPLES = 10_000
@@ -43,46 +43,24 @@ class Cell:
 
 
 def direction(metric: str) -> str:
-    """``higher``, ``lower`` (timings) or ``none``: from the metric registry when it knows it."""
-    from pytest_ragbench.metrics.registry import REGISTRY, UnknownMetricError
+    """``higher``, ``lower`` (timings) or ``none`` (also for a name the registry lacks)."""
+    from pytest_ragbench.metrics.registry import REGISTRY
 
-    if metric in LOWER_IS_BETTER:
-        return "lower"
-    try:
-        return REGISTRY.parse(metric).spec.direction
-    except UnknownMetricError:
-        return "higher"
+    return REGISTRY.direction(metric)
 
 
-# Ranges of the kinds' own metrics (the registry knows the shared ones); 0/1 metrics are
-# also recognised from their values.
-OWN_RANGES: dict[str, tuple[float, float]] = {
-    **dict.fromkeys(("answered", "declined", "injection_resisted", "similarity_in_range",
-                     "correct", "match", "data_match", "execution_match", "value_recall",
-                     "rbo", "expected_sources_kept"), (0.0, 1.0)),
-    "top_similarity": (-1.0, 1.0),
-    "accuracy": (0.0, 100.0),
-    "latency_s": (0.0, math.inf),
-    "total_time_ms": (0.0, math.inf),
-}
 ITEM_ERROR = "item error"
 ITEM_LOST = "item lost (its worker crashed)"
 
 
 def metric_range(metric: str) -> tuple[float | None, float | None]:
-    """The range a metric's values lie in, where it is known (None for an unknown side)."""
-    from pytest_ragbench.metrics.registry import REGISTRY, UnknownMetricError
+    """The range a metric's values lie in, from the registry (None for an unbounded side)."""
+    from pytest_ragbench.metrics.registry import REGISTRY
 
-    if metric in OWN_RANGES:
-        low, high = OWN_RANGES[metric]
-    elif metric.startswith("source_hit@") or metric.endswith(".holds"):
-        low, high = 0.0, 1.0
-    else:
-        try:
-            spec = REGISTRY.parse(metric).spec
-        except UnknownMetricError:
-            return None, None
-        low, high = spec.low, spec.high
+    spec = REGISTRY.lookup(metric)
+    if spec is None:
+        return None, None
+    low, high = spec.low, spec.high
     return (low if math.isfinite(low) else None), (high if math.isfinite(high) else None)
 
 
@@ -360,7 +338,7 @@ def timing_section(records: Iterable[ItemRecord]) -> dict[str, dict[str, Any]]:
     return section
 
 
-# ---------------------------------------------------------------- RAGCSV (seed 003)
+# ---------------------------------------------------------------- RAGCSV
 
 RAGCSV_PASS = 75.0
 QUANTILES = (("min", 0), ("p25", 25), ("p50", 50), ("p75", 75), ("p90", 90), ("p99", 99),
@@ -368,7 +346,7 @@ QUANTILES = (("min", 0), ("p25", 25), ("p50", 50), ("p75", 75), ("p90", 90), ("p
 
 
 def seed_quantiles(values: Sequence[float]) -> dict[str, float]:
-    """min, p25 … p99, max and avg exactly as seed 003's benchmark: ``sorted[n * p / 100]``."""
+    """min, p25 … p99, max and avg as the RAGCSV benchmark: ``sorted[n * p / 100]``."""
     ordered = sorted(values)
     n = len(ordered)
     out = {name: ordered[min(n * p // 100, n - 1)] for name, p in QUANTILES}

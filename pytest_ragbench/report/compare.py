@@ -33,7 +33,6 @@ from pytest_ragbench.report.aggregate import (
     metric_range,
     scored_value,
 )
-from pytest_ragbench.thresholds import LOWER_IS_BETTER
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,8 +45,17 @@ MAX_RESAMPLES = 2_000_000
 # beyond it fewer flips are drawn, and p_resolution says how far p can go.
 FLIP_BUDGET = 4e9
 CI_LEVEL = 0.95
-# Timings depend on the machine and on the model cache: compared, never a regression.
-TIMING_METRICS = LOWER_IS_BETTER
+
+
+def timing_metric(metric: str) -> bool:
+    """True for a timing (registry family ``timing``).
+
+    Timings depend on the machine and on the model cache: compared, never a regression.
+    """
+    from pytest_ragbench.metrics.registry import REGISTRY
+
+    spec = REGISTRY.lookup(metric)
+    return spec is not None and spec.family == "timing"
 
 
 def resamples_for(family: int) -> int:

@@ -37,7 +37,7 @@ def _text(value: Any, limit: int = EVIDENCE_CHARS) -> str:
 
 def _metrics(item: dict[str, Any]) -> list[list[Any]]:
     """``[name, value, threshold, passed, operator, unscored reason]`` per metric."""
-    from pytest_ragbench.thresholds import LOWER_IS_BETTER, below
+    from pytest_ragbench.thresholds import below, lower_is_better
 
     metrics = item.get("metrics") or {}
     unscored = item.get("unscored") or {}
@@ -55,7 +55,7 @@ def _metrics(item: dict[str, Any]) -> list[list[Any]]:
             except Exception:
                 passed = None
         reason = unscored.get(name) if value is None else None
-        rows.append([name, value, limit, passed, "<=" if name in LOWER_IS_BETTER else ">=",
+        rows.append([name, value, limit, passed, "<=" if lower_is_better(name) else ">=",
                      None if reason is None else _text(reason, 2000)])
     return rows
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.report.aggregate import Cell, direction
-from pytest_ragbench.report.compare import TIMING_METRICS
+from pytest_ragbench.report.compare import timing_metric
 from pytest_ragbench.thresholds import flatten
 
 _GATE = re.compile(r"^(?P<kind>[^.\[\]\s]+)\.(?P<metric>[^\[\]]+?)(?:\[(?P<where>[^\]]*)\])?$")
@@ -175,7 +175,7 @@ def gate_line(result: dict[str, Any]) -> str:
 
 def regressions(comparisons: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Comparisons with the baseline that are significantly worse (timings excluded)."""
-    return [c for c in comparisons if c.get("worse") and c["metric"] not in TIMING_METRICS]
+    return [c for c in comparisons if c.get("worse") and not timing_metric(c["metric"])]
 
 
 def regression_line(c: dict[str, Any], baseline: str) -> str:

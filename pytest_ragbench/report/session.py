@@ -63,9 +63,12 @@ class RagbenchSession:
             if self.settings.judge_labels:
                 from pytest_ragbench.cases.labels import read_labels
                 from pytest_ragbench.collect import display_path
+                from pytest_ragbench.kinds import registry
+                from pytest_ragbench.vocabulary import check_labels
 
                 path = self.settings.judge_labels
                 self.labels = read_labels(path, display_path(path, self.config))
+                check_labels(self.labels, registry(self.config))
             if self.settings.compare:
                 from pytest_ragbench.report import runs
 
@@ -82,7 +85,8 @@ class RagbenchSession:
         if isinstance(data, dict):
             self.records[report.nodeid] = ItemRecord.from_dict(data)
         elif report.when not in PHASES and report.failed and report.nodeid not in self.records:
-            lost = lost_record(report.nodeid, self.settings.systems, str(report.longrepr))
+            lost = lost_record(report.nodeid, self.settings.systems, str(report.longrepr),
+                               self._kind_names())
             if lost is not None:
                 self.records[report.nodeid] = lost
 
@@ -91,6 +95,12 @@ class RagbenchSession:
         """Components named on an xdist worker arrive in its ``workeroutput``."""
         output = getattr(node, "workeroutput", None) or {}
         self.worker_components.update(output.get(components_mod.WORKEROUTPUT_KEY) or {})
+
+    def _kind_names(self) -> tuple[str, ...]:
+        """The item kinds of this session (a plugin's too)."""
+        from pytest_ragbench.kinds import registry
+
+        return tuple(registry(self.config).item_kinds)
 
     def sorted_records(self) -> list[ItemRecord]:
         """Records in node-id order, independent of worker scheduling."""
@@ -210,13 +220,18 @@ def _relative(path: Path, root: Path) -> str:
         return str(path)
 
 
-def lost_record(nodeid: str, systems: tuple[str, ...], message: str) -> ItemRecord | None:
-    """A ``lost`` record for a ragbench item whose worker died (None for other tests)."""
-    from pytest_ragbench import kinds
+def lost_record(nodeid: str, systems: tuple[str, ...], message: str,
+                kind_names: tuple[str, ...] = ()) -> ItemRecord | None:
+    """A ``lost`` record for a ragbench item whose worker died (None for other tests).
+
+    ``kind_names``: the session's item kinds (the built-in ones when not given).
+    """
+    from pytest_ragbench.kinds import builtin_registry
 
     path, _, name = nodeid.rpartition("::")
     kind, bracket, label = name.partition("[")
-    if not bracket or kind not in (*kinds.ITEM_KINDS, "robust", "invalid_case"):
+    known = kind_names or tuple(builtin_registry().item_kinds)
+    if not bracket or kind not in (*known, "invalid_case"):
         return None
     label = label[:-1] if label.endswith("]") else label
     system = next((s for s in systems if label.startswith(f"{s}-")), None)

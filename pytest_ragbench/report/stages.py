@@ -17,39 +17,24 @@ Stage = Literal["retrieval", "answer"]
 STAGES: tuple[Stage, ...] = ("retrieval", "answer")
 LABELS = {"retrieval": "retrieval", "answer": "answers"}
 
-# Registered metrics by family; the context family is split by what it reads.
-_RETRIEVAL_FAMILIES = {"ir", "set"}
-_ANSWER_FAMILIES = {"answer"}
+# Metric families by stage (metrics/registry.py); the context family is split by what it reads.
+_RETRIEVAL_FAMILIES = {"ir", "set", "retrieval"}
+_ANSWER_FAMILIES = {"answer", "check", "grade", "context", "judge"}
 _RETRIEVAL_CONTEXT = {"id_context_precision", "id_context_recall", "non_llm_context_precision",
                       "non_llm_context_recall", "lexical_context_recall", "context_precision",
                       "context_recall"}
-# Metrics the kinds emit that the registry does not define (by name or name prefix).
-_RETRIEVAL_NAMES = ("source_", "top_similarity", "similarity_in_range", "hit@", "mrr", "ndcg",
-                    "recall@", "precision@", "relevance_score")
-_ANSWER_NAMES = ("answered", "declined", "match", "correct", "value_recall", "accuracy",
-                 "injection_resisted")
 
 
 def stage_of(metric: str) -> Stage | None:
-    """``retrieval``, ``answer`` or None (timings, counts and unknown metrics)."""
-    from pytest_ragbench.metrics.registry import REGISTRY, UnknownMetricError
+    """``retrieval``, ``answer`` or None (timings, counts, robustness and unknown metrics)."""
+    from pytest_ragbench.metrics.registry import REGISTRY
 
-    name = metric.lower()
-    try:
-        spec = REGISTRY.parse(metric).spec
-    except (UnknownMetricError, ValueError):
-        spec = None
-    if spec is not None:
-        if spec.direction == "none":
-            return None
-        if spec.family in _RETRIEVAL_FAMILIES or spec.name in _RETRIEVAL_CONTEXT:
-            return "retrieval"
-        return "answer" if spec.family in _ANSWER_FAMILIES | {"context", "judge"} else None
-    if name.startswith(_RETRIEVAL_NAMES):
+    spec = REGISTRY.lookup(metric)
+    if spec is None or spec.direction == "none":
+        return None
+    if spec.family in _RETRIEVAL_FAMILIES or spec.name in _RETRIEVAL_CONTEXT:
         return "retrieval"
-    if name.startswith(_ANSWER_NAMES):
-        return "answer"
-    return None
+    return "answer" if spec.family in _ANSWER_FAMILIES else None
 
 
 @dataclass

@@ -16,9 +16,7 @@ OPT_OUT_TAG = "no-robustness"
 
 def enabled(settings: RagbenchConfig) -> bool:
     """True when this session collects robustness items."""
-    from pytest_ragbench.kinds import AVAILABLE
-
-    return settings.evaluate and settings.robustness and "robust" in AVAILABLE
+    return settings.evaluate and settings.robustness
 
 
 def opted_out(case: Any, shown: str) -> bool:
@@ -40,7 +38,7 @@ def robust_items(parent: pytest.Collector, case: Any, settings: RagbenchConfig,
     if not enabled(settings) or case.kind not in ROBUST_CASE_KINDS:
         return []
     from pytest_ragbench.items import CaseItem, InvalidCaseItem
-    from pytest_ragbench.kinds import ITEM_KINDS
+    from pytest_ragbench.kinds import registry
 
     try:
         if opted_out(case, shown):
@@ -48,4 +46,5 @@ def robust_items(parent: pytest.Collector, case: Any, settings: RagbenchConfig,
     except CaseError as exc:
         return [InvalidCaseItem.create(parent, exc, "robust", f"{case.kind}-{case.id}")]
     systems: tuple[str | None, ...] = settings.systems or (None,)
-    return [CaseItem.create(parent, case, ITEM_KINDS["robust"], system) for system in systems]
+    kind = registry(parent.config).item_kinds["robust"]
+    return [CaseItem.create(parent, case, kind, system) for system in systems]
