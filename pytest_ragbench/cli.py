@@ -19,7 +19,7 @@ VERIFY_KINDS = ("sql", "hybrid")
 
 
 class VerifyReporter:
-    """Keeps only one ground-truth kind, prints a line per case and the seed's summary.
+    """Keeps only one ground-truth kind, prints a line per case and the summary line.
 
     Without ``--report DIR`` the session writes no report files: a verification never
     replaces the results.json and report.html of an evaluation run (or adds to its

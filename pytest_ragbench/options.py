@@ -63,7 +63,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--ragbench-judge-labels", "human labels to calibrate metrics against: JSONL lines "
            '{"id", "metric", "score"} (optional "kind", "system"); prediction-powered '
            "intervals of the human mean"),
-    # Qdrant retriever, collection reuse and --max_docs (seed 001, issue 18)
+    # Qdrant retriever, collection reuse and BEIR's --max_docs (issue 18)
     Option("--ragbench-qdrant-url", "Qdrant server for the retriever, BEIR and memory stores "
            "(API key from env RAGBENCH_QDRANT_API_KEY)"),
     Option("--ragbench-qdrant-path", "Qdrant in process (qdrant-client local mode): a folder, "
@@ -72,7 +72,7 @@ OPTIONS: tuple[Option, ...] = (
            "(default: named after the corpus and the embedder)"),
     Option("--ragbench-max-docs", "index only the first N documents of each corpus "
            "(BEIR judgments of the others are dropped)"),
-    # seed 003's knobs (issue 20); each also read from its RAGCSV_* environment variable
+    # RAGCSV knobs (issue 20); each also read from its RAGCSV_* environment variable
     Option("--ragbench-limit", "evaluate only the first N cases of each case file "
            "(env RAGCSV_LIMIT)"),
     Option("--ragbench-max-tokens", "the generator's answer cap in tokens (default 128; 512 "

@@ -1,6 +1,6 @@
 """Which case items a session runs: ``--ragbench-limit``, and what waits for ``--ragbench``.
 
-- ``--ragbench-limit N`` (seed 003's ``RAGCSV_LIMIT``) keeps the first N cases of each case
+- ``--ragbench-limit N`` (env ``RAGCSV_LIMIT``) keeps the first N cases of each case
   file, of any kind (every item of a kept case: its ground-truth and evaluation items,
   one per system); the other items are deselected, as ``-k`` deselects.
 - A plain ``pytest`` collects only the ground-truth items; cases that become items only

@@ -429,7 +429,7 @@ def paired_power(n: int, effect_size: float, alpha: float = 0.05,
                  method: Literal["t", "normal"] = "t") -> float:
     """Power of a two-sided paired t-test with n pairs to detect Cohen's d = ``effect_size``.
 
-    ``method="t"`` uses the noncentral t distribution; ``"normal"`` the seed's normal
+    ``method="t"`` uses the noncentral t distribution; ``"normal"`` the normal
     approximation Φ(d√n − z₁₋α/₂). Fewer than two pairs have no power (0.0).
     """
     from scipy import stats
@@ -452,7 +452,7 @@ def paired_power(n: int, effect_size: float, alpha: float = 0.05,
 
 def power_table(n: int, effect_sizes: Sequence[float] = EFFECT_SIZES, alpha: float = 0.05
                 ) -> dict[str, float]:
-    """Power at each effect size, keyed like the seed: ``{"d=0.2": 0.65, ...}``."""
+    """Power at each effect size, keyed by effect size: ``{"d=0.2": 0.65, ...}``."""
     return {f"d={d}": paired_power(n, d, alpha) for d in effect_sizes}
 
 

@@ -1,4 +1,4 @@
-"""``NormalizedSample``: one benchmark record in seed 000's shape, exported as a ``ragas`` case.
+"""``NormalizedSample``: one benchmark record, exported as a ``ragas`` case.
 
 ``to_dict`` gives exactly the JSON object written to a line of the exported JSONL; the
 ``ragas`` case kind reads that line unchanged (``"kind": "ragas"`` is included).
@@ -31,7 +31,7 @@ FIELDS = ("id", "question", "ground_truth", "contexts", "doc_type", "question_ty
 
 @dataclass(frozen=True)
 class NormalizedSample:
-    """A question with its reference answer, reference contexts and strata (seed 000)."""
+    """A question with its reference answer, reference contexts and strata."""
 
     id: str
     question: str

@@ -1,8 +1,8 @@
 """``ragbench dataset stats``: counts per stratum and what the sample size buys.
 
 The half-width is the normal-approximation (Wald) 95% interval of a proportion,
-``z·√(p(1−p)/n)`` with the worst case ``p = 0.5`` by default — seed 000's "±4% at 500,
-±3.5% at 800" — computed by :mod:`pytest_ragbench.stats`.
+``z·√(p(1−p)/n)`` with the worst case ``p = 0.5`` by default (±4.4% at 500,
+±3.5% at 800) — computed by :mod:`pytest_ragbench.stats`.
 """
 
 from __future__ import annotations

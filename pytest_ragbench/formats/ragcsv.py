@@ -1,4 +1,4 @@
-"""Read a RAGCSV file (seed 003): a CSV with positional columns.
+"""Read a RAGCSV file (README "Case formats"): a CSV with positional columns.
 
 | col | content |
 |---|---|

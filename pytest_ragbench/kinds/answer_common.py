@@ -1,7 +1,8 @@
 """Shared by the ``vector`` and ``hybrid`` kinds: sources, similarities, judge metrics, evidence.
 
 Expected sources are document names matched against a context's ``metadata["source"]``,
-else its ``id`` (SPEC). The judge metrics come from :mod:`pytest_ragbench.metrics.judged`.
+else its ``id`` (README "Interfaces"). The judge metrics come from
+:mod:`pytest_ragbench.metrics.judged`.
 """
 
 from __future__ import annotations

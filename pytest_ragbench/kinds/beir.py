@@ -142,7 +142,7 @@ def _build(case: BeirCase, context: RunContext) -> DatasetRun:
     documents = read_documents(Path(case.folder) / "corpus.jsonl", errors)
     kept, note = None, ""
     max_docs = context.config.max_docs
-    if max_docs and len(documents) > max_docs:  # seed 001's --max_docs
+    if max_docs and len(documents) > max_docs:  # --ragbench-max-docs
         kept = frozenset(d.id for d in documents[:max_docs])
         batch = _batch(case, context)
         judged = sum(len(c.qrels) for c in batch)

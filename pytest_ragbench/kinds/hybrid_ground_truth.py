@@ -1,6 +1,6 @@
 """``hybrid_ground_truth[<id>]``: the SQL data matches and the answer mentions its entities.
 
-As seed 002's hybrid verifier: FAIL when the data does not match, WARNING (a pytest
+As the hybrid verification script did: FAIL when the data does not match, WARNING (a pytest
 warning, counted in the summary) when ``ground_truth_answer`` does not mention every
 value of ``ground_truth_data``. Cases without data check only the answer (and that
 their SQL, if any, runs).

@@ -1,12 +1,12 @@
-"""``memory[<id>]``: a conversational-memory scenario of seed 004.
+"""``memory[<id>]``: a conversational-memory scenario (README "Case formats").
 
 Every scenario starts from an empty store: the setup memories are added, the query
 is searched, and precision / recall / F1 / relevance score compare the hits with the
 expected setup indices. A negative scenario (nothing expected) passes only when nothing
-comes back at or above ``min_score``. The case's ``threshold`` is the seed's bar for the
+comes back at or above ``min_score``. The case's ``threshold`` is the bar for the
 relevance score (the mean similarity of the expected memories that were retrieved).
 
-``judge_relevance`` (seed 004's LLM-as-judge, :mod:`pytest_ragbench.metrics.relevance`):
+``judge_relevance`` (LLM-as-judge, :mod:`pytest_ragbench.metrics.relevance`):
 with ``ragbench_judge``, the judge rates every retrieved memory 0-10 against the query;
 the mean / 10. Without a judge it is unscored ("no judge configured").
 """

@@ -1,4 +1,4 @@
-"""``ragas[<id>]``: RAGAS metrics on a NormalizedSample record (seed 000).
+"""``ragas[<id>]``: RAGAS metrics on a NormalizedSample record (README "Case formats").
 
 Where the answer and the contexts come from:
 
@@ -6,7 +6,7 @@ Where the answer and the contexts come from:
 - contexts but no answer: the system under test answers from the sample's contexts when
   it has ``answer_from(question, contexts, history=None)`` (kinds/passages.py); otherwise
   the generator (``ragbench_llm``: ``--ragbench-llm-url``, else the local SmolLM2) does,
-  with seed 003's prompt (:func:`~pytest_ragbench.system.prompts.rag_messages`). Without
+  with the RAG prompt (:func:`~pytest_ragbench.system.prompts.rag_messages`). Without
   any generator the answer is extracted from those contexts, as the embedded system
   does. The evidence (``answer from``) says which.
 - no contexts: the system under test (``ragbench_system``) retrieves and answers; its

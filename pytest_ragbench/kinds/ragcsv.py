@@ -1,11 +1,11 @@
-"""``ragcsv[<file-stem>:<row>]``: seed 003's graded answer accuracy on one RAGCSV row.
+"""``ragcsv[<file-stem>:<row>]``: graded answer accuracy on one RAGCSV row (README "Case formats").
 
 The system under test answers the row's question from the row's own fragments when it has
 ``answer_from(question, contexts, history=None)`` (kinds/passages.py; the fragments as
 contexts ``fragment 1``, ... with their metadata). Otherwise the generator
-(``ragbench_llm``) does, with seed 003's prompt: the system instruction, one user message
+(``ragbench_llm``) does, with the RAG prompt: the system instruction, one user message
 ``Document: {title}`` + newline + ``{page_content}`` per fragment, then the question
-(temperature 0, at most 512 tokens, the seed's default, or ``--ragbench-max-tokens``); the
+(temperature 0, at most 512 tokens, RAGCSV_MAX_TOKENS's default, or ``--ragbench-max-tokens``); the
 answer then does not depend on the system, and rows of several systems share it. The
 evidence (``answer from``) says which answered. The judge (``ragbench_judge``)
 grades the answer against column 0 from 0 to 100 (at most 16 tokens), asked for
@@ -41,10 +41,10 @@ from pytest_ragbench.kinds.passages import (
 )
 from pytest_ragbench.metrics.repeated import JudgeSettings
 from pytest_ragbench.records import Outcome
-from pytest_ragbench.system.prompts import SYSTEM_INSTRUCTION  # seed 003's instruction
+from pytest_ragbench.system.prompts import SYSTEM_INSTRUCTION
 from pytest_ragbench.system.protocols import Context
 
-MAX_TOKENS = 512  # seed 003: RAGCSV_MAX_TOKENS
+MAX_TOKENS = 512  # RAGCSV_MAX_TOKENS's default
 JUDGE_MAX_TOKENS = 16
 GRADE_HIGH = 100
 JUDGE_INSTRUCTION = ("You are an accuracy evaluator. Compare the actual answer with the "
@@ -255,7 +255,7 @@ def _job(case: RagcsvCase, answerer: Answerer, judge: Any, settings: JudgeSettin
 
 
 async def _answer(case: RagcsvCase, answerer: Answerer) -> Any:
-    """The system's ``answer_from`` the fragments, or the generator's reply to seed 003's prompt."""
+    """The system's ``answer_from`` the fragments, or the generator's reply to the RAG prompt."""
     if answerer.system is not None:
         return await acall_answer_from(answerer.system, case.question, fragment_contexts(case))
     return await agenerate(answerer.generator, answer_messages(case), answerer.max_tokens)

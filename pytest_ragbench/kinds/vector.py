@@ -1,4 +1,4 @@
-"""``vector[<id>]``: retrieval and answer over documents, against seed 002's descriptive truth.
+"""``vector[<id>]``: retrieval and answer over documents, against a descriptive ground truth.
 
 The system answers the question (a conversational case passes its prior turns as
 ``history``). Scored:
@@ -23,8 +23,9 @@ The system answers the question (a conversational case passes its prior turns as
   thresholds say.
 - ``faithfulness`` and ``answer_relevancy`` through ragas with ``ragbench_judge``;
   unscored with the reason "no judge configured" without one.
-- ``judge_relevance`` (seed 004's LLM-as-judge): the judge rates each of the first five
-  retrieved contexts 0-10 against the question; the mean / 10. Only with a judge.
+- ``judge_relevance`` (LLM-as-judge, :mod:`pytest_ragbench.metrics.relevance`): the judge
+  rates each of the first five retrieved contexts 0-10 against the question; the mean / 10.
+  Only with a judge.
 """
 
 from __future__ import annotations

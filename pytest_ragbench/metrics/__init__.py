@@ -2,7 +2,7 @@
 
 - :mod:`.registry` — names, cutoffs, ranges, directions, needs; ``Unscored``.
 - :mod:`.ir` — trec_eval measures through pytrec_eval (``evaluate_run``, ``IREvaluator``).
-- :mod:`.sets` — set precision/recall/F1/relevance of memory scenarios (seed 004).
+- :mod:`.sets` — set precision/recall/F1/relevance of memory scenarios.
 - :mod:`.answer` — exact match, token F1, numeric match, keyword overlap, entity mention,
   semantic similarity.
 - :mod:`.context` — ragas context and text-overlap metrics without a judge.

@@ -1,4 +1,4 @@
-"""Strict integer grades from a judge: RAGCSV's 0-100 accuracy, seed 004's 0-10 relevance.
+"""Strict integer grades from a judge: RAGCSV's 0-100 accuracy, the 0-10 relevance.
 
 A grade is asked for as structured output, ``{"score": <integer>}`` (the judge client
 negotiates the mode: JSON schema, JSON object with a llama.cpp grammar, or plain text),

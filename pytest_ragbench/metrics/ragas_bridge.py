@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-# Importing ragas must not phone home: the plugin runs offline (SPEC). A user who wants
-# ragas's analytics sets the variable to "false" themselves.
+# Importing ragas must not phone home: the plugin runs offline (README "Quickstart"). A user
+# who wants ragas's analytics sets the variable to "false" themselves.
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 
 from pydantic import BaseModel, ValidationError

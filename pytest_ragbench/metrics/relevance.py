@@ -1,6 +1,6 @@
-"""``judge_relevance``: seed 004's LLM-as-judge relevance of retrieved contexts to the query.
+"""``judge_relevance``: LLM-as-judge relevance of retrieved contexts to the query.
 
-The judge rates each retrieved context 0-10 against the query with seed 004's prompt
+The judge rates each retrieved context 0-10 against the query with this prompt
 (0-3 irrelevant, 4-6 partially relevant, 7-10 highly relevant), asked for
 ``{"score": <integer>}`` (:mod:`.grades`); the metric is the mean grade / 10, in [0, 1].
 It is scored only with a judge, and only when every context got a grade: one unusable

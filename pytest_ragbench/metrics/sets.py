@@ -1,6 +1,7 @@
-"""Set-based retrieval metrics of memory scenarios (seed 004): precision, recall, F1, relevance.
+"""Set-based retrieval metrics of memory scenarios: precision, recall, F1, relevance.
 
-The formulas are the seed's ``_evaluate_retrieval``. Two choices the seed leaves open:
+Set precision, recall and F1 of the retrieved ids against the expected ones; the relevance
+score is the mean similarity of the expected items retrieved. Two choices:
 - ``min_score``: a hit scoring below it counts as not returned (a store's search floor).
 - A negative scenario (nothing expected) scores 1.0 on every metric when nothing is
   returned at or above ``min_score``, and 0.0 otherwise.

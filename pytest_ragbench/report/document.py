@@ -1,9 +1,10 @@
 """The session's results document (``results.json``, and a saved run), built from records alone.
 
 Keys: ``schema_version``, ``run``, ``config``, ``metrics``, ``breakdowns``, ``comparisons``,
-``items`` (SPEC.md), plus ``counts``, ``components``, ``power_analysis``, ``usage``,
-``timing``, ``ragcsv``, ``beir``, ``robustness``, ``judge`` (judged metrics: unscored
-counts, self-consistency, inconclusive items; :mod:`.judging`), ``judge_calibration``
+``items`` (README "The report and CI"), plus ``counts``, ``components``,
+``power_analysis``, ``usage``, ``timing``, ``ragcsv``, ``beir``, ``robustness``,
+``judge`` (judged metrics: unscored counts, self-consistency, inconclusive items;
+:mod:`.judging`), ``judge_calibration``
 and ``judge_labels`` (report/calibration.py), ``baseline``, ``gates``, ``regressions``
 and ``failures`` (the lines that fail the session).
 """

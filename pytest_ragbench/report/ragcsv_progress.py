@@ -5,7 +5,7 @@ Registered on the controller under ``--ragbench``: the records arrive on the tes
 ``ragcsv [00:00:12] 13/26 | Avg Acc=41.2% | Pass(>=75%)=1/13`` is written after every
 tenth of the rows (every row with ``-v``) and after the last one; ``Avg Acc`` is the mean of
 the rows scored so far, ``Pass`` counts the rows at or above the pass mark (the item
-threshold on ``accuracy`` when one is set, else seed 003's 75). With ``RAGCSV_DEBUG``
+threshold on ``accuracy`` when one is set, else the RAGCSV pass mark, 75). With ``RAGCSV_DEBUG``
 the first row's prompt, answer and grade are printed once. Cheap to import.
 """
 
@@ -20,7 +20,7 @@ import pytest
 
 from pytest_ragbench.records import REPORT_ATTRIBUTE
 
-SEED_PASS = 75.0  # seed 003's pass mark, as report.aggregate.RAGCSV_PASS
+SEED_PASS = 75.0  # the RAGCSV pass mark, as report.aggregate.RAGCSV_PASS
 KIND = "ragcsv"
 
 

@@ -1,4 +1,4 @@
-"""Compare a query's result set with the ground truth, as seed 002's verifier does.
+"""Compare a query's result set with the ground truth, as ``ragbench verify`` reports it.
 
 Row count, column names, key-by-key values; floats rounded to ``float_places``;
 rows compared as a multiset unless order matters. Values keep their type: 5 and

@@ -1,7 +1,7 @@
 """The system-under-test fixtures; override any of them in a conftest.py to plug in your own.
 
 ``ragbench_embedder``, ``ragbench_retriever``, ``ragbench_memory``, ``ragbench_llm``,
-``ragbench_judge`` and ``ragbench_system`` (SPEC "Fixtures"), plus the helpers
+``ragbench_judge`` and ``ragbench_system`` (README "Interfaces"), plus the helpers
 ``ragbench_cache``, ``ragbench_corpus``, ``ragbench_loop`` and ``ragbench_prefetch``, and
 ``ragbench_beir_retriever_factory`` (the retriever of each BEIR dataset), and
 ``ragbench_named_systems`` (the systems of ``--ragbench-systems``, see below).
@@ -239,7 +239,7 @@ def ragbench_beir_retriever_factory(request: pytest.FixtureRequest, ragbench_emb
 
 @pytest.fixture
 def ragbench_memory(request: pytest.FixtureRequest, ragbench_embedder: Embedder) -> Iterator[Any]:
-    """A fresh, empty memory store (seed 004) for each test (in Qdrant when pointed at it)."""
+    """A fresh, empty memory store for each test (in Qdrant when pointed at it)."""
     if _qdrant_configured(request):
         from pytest_ragbench.system.qdrant_fixtures import qdrant_memory
 

@@ -1,4 +1,4 @@
-"""The default conversational memory store (seed 004), on the session's embedder.
+"""The default conversational memory store, on the session's embedder.
 
 Imported only when a memory store is first needed (imports numpy).
 """

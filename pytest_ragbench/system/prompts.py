@@ -1,6 +1,6 @@
 """Prompt shapes and reply parsing shared by the generators and the default system.
 
-The RAG prompt follows seed 003: a system instruction, one user message per document
+The RAG prompt: a system instruction, one user message per document
 (``Document: {title}`` and the text on the next line), the prior turns if any, then the question.
 """
 

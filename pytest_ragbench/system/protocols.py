@@ -189,7 +189,7 @@ class Retriever(Protocol):
 
 @runtime_checkable
 class MemoryStore(Protocol):
-    """Conversational memory (seed 004), made afresh for every ``memory`` item.
+    """Conversational memory, made afresh for every ``memory`` item.
 
     ``add_interaction`` returns the new memory's id; ``search_memories`` returns the best
     :class:`MemoryHit` objects (``id`` as returned by ``add_interaction``, ``score`` ranks,

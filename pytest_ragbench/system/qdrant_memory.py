@@ -1,4 +1,4 @@
-"""Conversational memory (seed 004) in a Qdrant collection, ``filter_metadata`` as a payload filter.
+"""Conversational memory in a Qdrant collection, ``filter_metadata`` as a payload filter.
 
 Behaves like :class:`~pytest_ragbench.system.memory.EmbeddingMemoryStore`: every memory's
 metadata includes ``role``; memories are embedded and uploaded in one batch at the first

@@ -15,7 +15,7 @@ ADAPTERS = {
     "tables": "T2-RAGBench / FinQA / TAT-QA table QA (JSON, JSONL)",
     "code": "SWE-QA-Bench folders, CodeRepoQA issues, code snippet QA (JSON, JSONL)",
     "beir": "BEIR folders (corpus.jsonl, queries.jsonl, qrels/<split>.tsv)",
-    "ragcsv": "RAGCSV files (seed 003)",
+    "ragcsv": "RAGCSV files",
     "qa": "plain question/answer records (CSV with header, JSON, JSONL)",
     "cases": "the project's own case files (YAML, JSON, JSONL, *_test_cases.py)",
 }

@@ -1,6 +1,6 @@
 """Code QA records (SWE-QA-Bench, CodeRepoQA, seed-style snippets) → ``code_config`` samples.
 
-Question types (seed 000, 83.2, keyword rules): ``howto``, ``definition``, ``lookup``,
+Question types (keyword rules): ``howto``, ``definition``, ``lookup``,
 ``entity`` (errors and bugs). Record shapes, told apart by their fields:
 
 - Snippet records ``{question, answer, code|snippet, file_path?, repo?, language?}``: the

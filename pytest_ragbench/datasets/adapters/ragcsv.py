@@ -1,4 +1,4 @@
-"""A RAGCSV file (seed 003) → samples, one per readable row.
+"""A RAGCSV file → samples, one per readable row.
 
 Column 4 is the question, column 0 the ground truth, the fragments' ``page_content`` the
 contexts (titles and other fragment metadata go to ``metadata``). Difficulty by the

@@ -1,4 +1,4 @@
-"""Table QA records (TAT-QA, FinQA, T2-RAGBench) → ``table`` samples (seed 000, 83.1).
+"""Table QA records (TAT-QA, FinQA, T2-RAGBench) → ``table`` samples.
 
 The table becomes a markdown table (header row first, see ``markdown_table``), preceded
 by its caption when the record has one; row/column counts, the caption and a
@@ -22,7 +22,7 @@ Record shapes, told apart by their fields:
 - T2-RAGBench: ``{question, program_answer, original_answer, context, table,
   table_caption?, file_name?, page_number?}`` — ``program_answer`` preferred over
   ``original_answer``; ``table`` may be a list of rows or a markdown table.
-  FinQA and T2-RAGBench questions are typed with keyword rules (seed 000's, plus policy).
+  FinQA and T2-RAGBench questions are typed with keyword rules (``QUESTION_RULES``).
 """
 
 from __future__ import annotations
