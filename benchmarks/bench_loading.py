@@ -1,6 +1,6 @@
 """Benchmark of case loading: how long and how much memory collecting one big YAML file takes.
 
-    python benchmarks/bench_loading.py                   # 97,000 cases (issue 17's file)
+    python benchmarks/bench_loading.py                   # 97,000 cases
     python benchmarks/bench_loading.py --cases 5000      # a quick run
     python benchmarks/bench_loading.py --keep big.yaml   # also write the file there
 

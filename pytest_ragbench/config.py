@@ -278,7 +278,7 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
     if unknown:
         raise ConfigError(f"--ragbench-perturb: unknown kind(s) {', '.join(unknown)}; "
                           f"choose from {', '.join(PERTURBATION_KINDS)}")
-    from pytest_ragbench.seed003 import env_setting, ragcsv_env_files
+    from pytest_ragbench.ragcsv_env import env_setting, ragcsv_env_files
 
     settings = load_toml_settings(rootpath, case_paths)
     corpus = [p if p.is_absolute() else (rootpath / p)

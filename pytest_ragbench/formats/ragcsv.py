@@ -8,7 +8,7 @@
 | 3 | timestamp (kept, unused) |
 | 4 | question |
 
-Seed 003's files have no header. A first row that is one anyway (column 1 is not a list
+RAGCSV files are written without a header. A first row that is one anyway (column 1 is not a list
 and at least three cells name columns: ``answer``, ``expected``, ``fragments``,
 ``contexts``, ``notes``, ``hallucination``, ``timestamp``, ``question``, ...) is skipped and
 not counted as a row.

@@ -157,7 +157,7 @@ def judged_scores(scores: Scores, *, question: str, answer: str, contexts: Seque
 
 def judge_relevance(context: Any, judge: Any, query: str, texts: list[str],
                     noun: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
-    """Seed 004's LLM relevance of ``texts``: the result, the Outcome's judge part, usage."""
+    """The LLM relevance of ``texts``: the result, the Outcome's judge part, usage."""
     from pytest_ragbench.metrics.relevance import NAME, NO_JUDGE, Relevance, ajudge_relevance
     from pytest_ragbench.metrics.repeated import JudgeSettings, outcome_judge
 

@@ -57,7 +57,7 @@ SIMILARITY_METHOD = "semantic similarity x 100 (no judge configured)"
 
 
 def answer_messages(case: RagcsvCase) -> list[dict[str, str]]:
-    """Seed 003's prompt for one row."""
+    """The RAG prompt for one row: instruction, one message per fragment, the question."""
     messages = [{"role": "system", "content": SYSTEM_INSTRUCTION}]
     messages += [{"role": "user", "content": f"Document: {f.title or ''}\n{f.page_content}"}
                  for f in case.fragments]
@@ -74,7 +74,7 @@ def fragment_contexts(case: RagcsvCase) -> list[Context]:
 
 
 def judge_messages(expected: str, actual: str) -> list[dict[str, str]]:
-    """Seed 003's grading prompt."""
+    """The 0-100 grading prompt: expected and actual answer."""
     return [{"role": "system", "content": JUDGE_INSTRUCTION},
             {"role": "user", "content": f"Expected answer: {expected}\n\nActual answer: "
                                         f"{actual}\n\nAccuracy score (0-100):"}]

@@ -244,7 +244,7 @@ def extract_keywords(text: str) -> set[str]:
 
 
 def keyword_overlap(reference: str, candidate: str) -> Score:
-    """Seed 004's baseline: |keywords(reference) ∩ keywords(candidate)| / |keywords(reference)|."""
+    """Keyword baseline: |keywords(reference) ∩ keywords(candidate)| / |keywords(reference)|."""
     wanted = extract_keywords(reference)
     if not wanted:
         return Unscored("reference has no keywords")

@@ -28,7 +28,7 @@ NOTHING = "nothing was retrieved"
 
 
 def relevance_messages(query: str, text: str, noun: str = "memory") -> list[dict[str, str]]:
-    """Seed 004's relevance prompt for one retrieved ``noun`` (memory, context)."""
+    """The 0-10 relevance prompt for one retrieved ``noun`` (memory, context)."""
     return [{"role": "user", "content": (
         f"Query: {query}\nRetrieved {noun.capitalize()}: {text}\n\n"
         f"Is this {noun} relevant to answering the query?\n"

@@ -19,7 +19,7 @@ from pytest_ragbench.metrics.registry import Score, Unscored
 
 @dataclass(frozen=True)
 class SetScores:
-    """Seed 004's per-scenario metrics plus the counts behind them."""
+    """A memory scenario's set metrics plus the counts behind them."""
 
     precision: float
     recall: float

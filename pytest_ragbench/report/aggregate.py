@@ -356,7 +356,7 @@ def seed_quantiles(values: Sequence[float]) -> dict[str, float]:
 
 def ragcsv_section(records: Iterable[ItemRecord], systems: Sequence[str]
                    ) -> dict[str, dict[str, Any]]:
-    """Seed 003's accuracy and total-time blocks, per system (key ``""`` for one system)."""
+    """The RAGCSV accuracy and total-time blocks, per system (key ``""`` for one system)."""
     groups: dict[str, list[ItemRecord]] = defaultdict(list)
     for record in records:
         if record.kind == "ragcsv":

@@ -1,4 +1,4 @@
-"""Seed 003's running progress line for RAGCSV rows: ``[00:01:23] 42/100 | Avg Acc=72.3% | ...``.
+"""The running progress line for RAGCSV rows: ``[00:01:23] 42/100 | Avg Acc=72.3% | ...``.
 
 Registered on the controller under ``--ragbench``: the records arrive on the test reports
 (replayed from the workers under xdist), so the figures are the same either way. A line
@@ -49,7 +49,7 @@ class Tally:
             self.passed += value >= self.bar
 
     def line(self, elapsed: float) -> str:
-        """Seed 003's progress line."""
+        """The progress line: elapsed clock, rows done, mean accuracy, rows at the pass mark."""
         seconds = int(elapsed)
         clock = f"[{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}]"
         average = "-" if not self.scored else f"{self.accuracy_sum / self.scored:.1f}%"

@@ -212,7 +212,7 @@ def breakdown_lines(document: dict[str, Any]) -> list[str]:
 
 
 def ragcsv_lines(document: dict[str, Any]) -> list[str]:
-    """Seed 003's quantile blocks, in its exact format."""
+    """The RAGCSV quantile blocks (accuracy and total time), in the RAGCSV benchmark's format."""
     lines: list[str] = []
     for system, block in (document.get("ragcsv") or {}).items():
         tag = f" [{system}]" if system else ""

@@ -4,27 +4,23 @@ Imported only when ``ragbench_system`` is first used. Retrieval for many questio
 done in one batch by :meth:`EmbeddedSystem.prepare`; answers then run concurrently
 through :meth:`EmbeddedSystem.aanswer` when the generator is asynchronous.
 
-Two choices of a RAG application are made here, both measured on the bundled vector cases
-(test_cases/nba_vector.yaml, all-MiniLM-L6-v2 + BM25 fused by RRF over test_cases/corpus):
+Two choices of a RAG application are made here (what they measured on the bundled cases
+is recorded in test_cases/ragbench.toml):
 
-- A follow-up question is retrieved together with the user's earlier turns ("How fast do
-  they play?" alone finds nothing about Indiana): expected-source hit@5 of the 9 answerable
-  conversational cases went from 7/9 (question alone) to 9/9, MRR 0.815.
+- A follow-up question is retrieved together with the user's earlier turns: a follow-up
+  alone ("How fast do they play?") often names nothing the documents are about.
 - The system declines without generating when the best dense similarity of the retrieval
-  query is below :data:`DECLINE_BELOW`: the 135M local generator answers anything it is
-  asked (a sourdough recipe, a cat joke). Measured top-1 cosine: the four off-topic,
-  gibberish and injection-only questions 0.023-0.178; the lowest answerable question 0.257
-  (an injection inside a real question), then 0.287 and 0.310 (slang, typos). The cut-off
-  0.22 lies midway. Out-of-scope questions that are close to the corpus (the Stanley Cup at
-  0.488, a media-rights deal at 0.412) are left to the generator.
+  query is below :data:`DECLINE_BELOW`: a small local generator answers anything it is
+  asked (a recipe, a joke). The cut-off lies midway between the top similarities of
+  off-topic, gibberish and injection-only questions and that of the lowest answerable
+  question. Out-of-scope questions close to the corpus are left to the generator.
 
 With a ``speller`` (the fixtures pass a :class:`.spelling.VocabularySpeller` built from the
 indexed documents), the question and the user's earlier turns are spelling-corrected
 before anything else: the corrected text is retrieved, checked for a decline and given to
 the generator (or the extractive answer): typos, dropped and doubled characters then keep
-far more robustness items (the shares with and without it are recorded in
-test_cases/ragbench.toml). Of the bundled questions themselves only the deliberately
-misspelt noisy ones retrieve differently, and no decline changes.
+far more robustness items, and few correctly spelt questions change (both
+recorded in test_cases/ragbench.toml).
 """
 
 from __future__ import annotations

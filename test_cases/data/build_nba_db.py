@@ -52,7 +52,7 @@ def _models() -> tuple[Any, Any, Any]:
         player_id = mapped_column(ForeignKey("players.id"), nullable=False)
         gp = mapped_column(Integer, nullable=False)  # games played
         w = mapped_column(Integer, nullable=False)  # wins in games played
-        l = mapped_column(Integer, nullable=False)  # noqa: E741  (losses, named as in the seed)
+        l = mapped_column(Integer, nullable=False)  # noqa: E741  (losses, the column name of the NBA data)
         min = mapped_column(Float, nullable=False)  # total minutes
         pts = mapped_column(Integer, nullable=False)
         fgm = mapped_column(Integer, nullable=False)

@@ -1,4 +1,4 @@
-"""Seed 003's environment variables, read as defaults when no flag or ini key is given.
+"""The RAGCSV benchmark's environment variables, read as defaults when no flag or ini key is given.
 
 | variable | setting |
 |---|---|
