@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_ragbench import options
-from pytest_ragbench.errors import ConfigError
+from pytest_ragbench.errors import ConfigError, did_you_mean
 
 PERTURBATION_KINDS = ("typos", "drop", "double", "case", "whitespace", "punctuation",
                       "filler", "synonyms", "injection")
@@ -268,10 +268,12 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
     no_cache = bool(options.value(config, "ragbench_no_cache"))
     gate = str(options.value(config, "ragbench_gate") or "mean")
     if gate not in ("mean", "ci-lower"):
-        raise ConfigError(f"--ragbench-gate must be 'mean' or 'ci-lower', got {gate!r}")
+        raise ConfigError(f"--ragbench-gate must be 'mean' or 'ci-lower', got {gate!r}"
+                          f"{did_you_mean(gate, ('mean', 'ci-lower'))}")
     fail_on = options.value(config, "ragbench_fail_on") or None
     if fail_on not in (None, "regression"):
-        raise ConfigError(f"--ragbench-fail-on must be 'regression', got {fail_on!r}")
+        raise ConfigError(f"--ragbench-fail-on must be 'regression', got {fail_on!r}"
+                          f"{did_you_mean(fail_on, ('regression',))}")
     perturb = tuple(dict.fromkeys(_csv(options.value(config, "ragbench_perturb")))) \
         or PERTURBATION_KINDS
     unknown = [p for p in perturb if p not in PERTURBATION_KINDS]

@@ -259,6 +259,21 @@ def test_a_misspelt_threshold_or_gate_stops_the_session(
     assert not (project.path / ".ragbench").exists()  # nothing ran
 
 
+
+@pytest.mark.parametrize(("flag", "message"), [
+    ("--ragbench-fail-on=regresion", "--ragbench-fail-on must be 'regression', got "
+     "'regresion' (did you mean 'regression'?)"),
+    ("--ragbench-gate=ci_lower", "--ragbench-gate must be 'mean' or 'ci-lower', got "
+     "'ci_lower' (did you mean 'ci-lower'?)"),
+])
+def test_a_misspelt_flag_value_stops_the_session(pytester: pytest.Pytester, flag: str,
+                                                 message: str) -> None:
+    project = tools_project(pytester)
+    result = project.runpytest("--ragbench", flag)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: ragbench: {message}"])
+    assert not (project.path / ".ragbench").exists()  # nothing ran
+
 def test_correct_names_of_every_form_are_accepted(pytester: pytest.Pytester) -> None:
     project = tools_project(pytester)
     (project.path / "pyproject.toml").write_text(
