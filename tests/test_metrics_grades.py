@@ -1,4 +1,4 @@
-"""Strict integer grades (RAGCSV accuracy 0-100, seed 004's relevance 0-10) and judge_relevance.
+"""Strict integer grades (RAGCSV accuracy 0-100, relevance 0-10) and judge_relevance.
 
 The judge is the loopback OpenAI-compatible server on 127.0.0.1 with scripted replies: what
 is under test is how a reply is asked for (the negotiated structured-output mode), which

@@ -1,4 +1,4 @@
-"""Set-based memory metrics: seed 004's formulas and its negative scenario."""
+"""Set-based memory metrics: set precision/recall/F1 and the negative scenario."""
 
 from __future__ import annotations
 

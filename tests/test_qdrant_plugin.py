@@ -22,7 +22,7 @@ from tests.qdrant_support import shared_embedding_cache  # noqa: F401 (a fixture
 BUNDLED = REPO_ROOT / "test_cases" / "beir" / "nba_mini"
 
 
-# Seed 004's role filter (its optimisation section) and a filter on a list of values.
+# A role filter (filter_metadata by role) and a filter on a list of values.
 FILTERED_MEMORY = """
 kind: memory
 cases:

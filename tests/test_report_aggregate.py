@@ -132,7 +132,7 @@ def test_ragcsv_blocks_use_the_seeds_quantiles_and_exact_format() -> None:
                       thresholds={"accuracy": 75.0})
                for i, (a, t) in enumerate(zip(accuracy, times, strict=True))]
     lines = terminal.ragcsv_lines(build(records))
-    # sorted[n * p / 100] as seed 003's benchmark: with n=4, p25 -> sorted[1], p75 -> sorted[3].
+    # sorted[n * p / 100], the RAGCSV quantiles: with n=4, p25 -> sorted[1], p75 -> sorted[3].
     assert lines == [
         "=== RAGCSV Eval Accuracy (n=4) ===",
         "  min:  10.0%", "  p25:  55.0%", "  p50:  75.0%", "  p75:  100.0%", "  p90:  100.0%",

@@ -1,4 +1,4 @@
-"""Seed 003's settings as its users know them: RAGCSV_* variables, limit, max tokens, header,
+"""RAGCSV settings as their users know them: RAGCSV_* variables, limit, max tokens, header,
 the running progress line and RAGCSV_DEBUG (issue 20, point 3)."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def test_a_header_row_is_skipped_and_not_counted(tmp_path: Path) -> None:
     assert not data.errors
     assert [(r.row, r.line, r.question) for r in data.rows] == [
         (1, 2, ROWS[0][3]), (2, 3, ROWS[1][3]), (3, 4, ROWS[2][3])]
-    path.write_text(ragcsv_text())  # seed 003's headerless file: the first row is data
+    path.write_text(ragcsv_text())  # a headerless RAGCSV file: the first row is data
     assert [r.expected for r in read_ragcsv(path).rows] == ["Paris", "Berlin", "Rome"]
 
 

@@ -58,7 +58,7 @@ def test_a_warm_cache_never_loads_the_model(tmp_path: Path) -> None:
     assert cold.encoded == 51  # only the new text went through the model
 
 
-# --- memory store (seed 004) ----------------------------------------------------------
+# --- memory store ------------------------------------------------------------------------
 
 DEBATE = [
     ("moderator", "Welcome to the debate on nuclear energy safety.", {"turn": 0}),
