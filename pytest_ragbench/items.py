@@ -185,7 +185,7 @@ def _signature(names: tuple[str, ...]) -> Callable[..., None]:
 
 # Items of one file asking for the same fixtures share their test function and fixture
 # closure, as pytest's own parametrized functions do: working out the closure again for
-# each of 100,000 cases took half of collection.
+# each case dominates the collection of a large file (benchmarks/bench_loading.py).
 _SHARED_FIXTURE_INFO = pytest.StashKey[dict[tuple[str, ...], tuple[Callable[..., None], Any]]]()
 
 

@@ -17,10 +17,9 @@ from pytest_ragbench.system.protocols import Context, as_messages
 SYSTEM_INSTRUCTION = ("You are a helpful assistant. Answer the question based only on the "
                       "provided documents.")
 MAX_DOCUMENT_CHARS = 2000
-# Answer length of the embedded system and of ragas answers. Measured on the bundled
-# benchmark with 256: 58 of the 123 answers ran to the limit, repeating themselves (a 135M
-# model under greedy decoding); greedy answers at 128 are the first half of those, and
-# the cold run is about two minutes shorter.
+# Answer length of the embedded system and of ragas answers: a small model under greedy
+# decoding that runs to a longer limit mostly repeats itself, and a greedy answer at 128 is
+# the first half of the one at 256 (measured in test_cases/ragbench.toml).
 ANSWER_MAX_TOKENS = 128
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)\n?\s*```", re.DOTALL)
 
