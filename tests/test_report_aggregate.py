@@ -125,7 +125,7 @@ def test_usage_totals_cache_rate_and_latency_percentiles() -> None:
     assert usage["model"]["cache_hit_rate"] == 1.0 and usage["model"]["latency_p50_s"] is None
 
 
-def test_ragcsv_blocks_use_the_seeds_quantiles_and_exact_format() -> None:
+def test_ragcsv_blocks_use_the_ragcsv_quantiles_and_exact_format() -> None:
     accuracy = [100.0, 10.0, 75.0, 55.0]
     times = [702.4, 234.0, 3012.0, 623.0]
     records = [record(f"r{i}", {"accuracy": a, "total_time_ms": t}, kind="ragcsv",
@@ -144,8 +144,8 @@ def test_ragcsv_blocks_use_the_seeds_quantiles_and_exact_format() -> None:
     ]
 
 
-def test_seed_quantiles_on_a_hundred_values() -> None:
-    quantiles = aggregate.seed_quantiles([float(v) for v in range(100, 0, -1)])
+def test_ragcsv_quantiles_on_a_hundred_values() -> None:
+    quantiles = aggregate.ragcsv_quantiles([float(v) for v in range(100, 0, -1)])
     assert quantiles == {"min": 1.0, "p25": 26.0, "p50": 51.0, "p75": 76.0, "p90": 91.0,
                          "p99": 100.0, "max": 100.0, "avg": 50.5}
 

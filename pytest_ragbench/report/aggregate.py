@@ -345,7 +345,7 @@ QUANTILES = (("min", 0), ("p25", 25), ("p50", 50), ("p75", 75), ("p90", 90), ("p
              ("max", 100))
 
 
-def seed_quantiles(values: Sequence[float]) -> dict[str, float]:
+def ragcsv_quantiles(values: Sequence[float]) -> dict[str, float]:
     """min, p25 … p99, max and avg as the RAGCSV benchmark: ``sorted[n * p / 100]``."""
     ordered = sorted(values)
     n = len(ordered)
@@ -376,9 +376,9 @@ def ragcsv_section(records: Iterable[ItemRecord], systems: Sequence[str]
         if methods:
             block["accuracy_method"] = "; ".join(methods)
         if accuracy:
-            block["accuracy"] = seed_quantiles(accuracy)
+            block["accuracy"] = ragcsv_quantiles(accuracy)
         if times:
-            block["total_time_ms"] = {"n": len(times), **seed_quantiles(times)}
+            block["total_time_ms"] = {"n": len(times), **ragcsv_quantiles(times)}
         if accuracy or times:
             section[key] = block
     return section

@@ -20,7 +20,7 @@ import pytest
 
 from pytest_ragbench.records import REPORT_ATTRIBUTE
 
-SEED_PASS = 75.0  # the RAGCSV pass mark, as report.aggregate.RAGCSV_PASS
+RAGCSV_PASS = 75.0  # the RAGCSV pass mark, as report.aggregate.RAGCSV_PASS
 KIND = "ragcsv"
 
 
@@ -33,7 +33,7 @@ class Tally:
     scored: int = 0
     accuracy_sum: float = 0.0
     passed: int = 0
-    bar: float = SEED_PASS
+    bar: float = RAGCSV_PASS
 
     def add(self, record: dict[str, Any]) -> None:
         """Count one row's record."""
