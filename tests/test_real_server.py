@@ -27,19 +27,8 @@ OWN_REASONS = ("the judge found no statements in the answer",
                "the judge classified no statements of the reference")
 SAMPLES = ("ct_rookie_of_year_2024", "ct_in_season_tournament_prize")
 ANSWER = "Victor Wembanyama won the 2024 Rookie of the Year award. The vote was unanimous."
-# The server answers one request at a time and this machine is shared: give a slow reply
-# time to arrive. (With the hardening branch's --ragbench-timeout the flag does this.)
-SLOW_SERVER = """
-from pytest_ragbench.system.openai_client import OpenAICompatibleClient
-
-OpenAICompatibleClient.__init__.__kwdefaults__["timeout_s"] = 900.0
-"""
-
-
-def _project(pytester: pytest.Pytester) -> list[str]:
-    """Two ragas samples and two RAGCSV rows from the bundled cases; returns extra flags."""
-    from pytest_ragbench.options import OPTIONS
-
+def _project(pytester: pytest.Pytester) -> None:
+    """Two ragas samples and two RAGCSV rows from the bundled cases."""
     cases = pytester.mkdir("test_cases")
     bundled = {s["id"]: s for s in map(json.loads, (REPO_ROOT / "test_cases" /
                                                     "ragas_samples.jsonl").open())}
@@ -50,10 +39,6 @@ def _project(pytester: pytest.Pytester) -> list[str]:
     (cases / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in (given, asked)))
     rows = (REPO_ROOT / "test_cases" / "nba_qa.ragcsv.csv").read_text().splitlines(True)[:2]
     (cases / "nba.ragcsv.csv").write_text("".join(rows))
-    if any(option.flag == "--ragbench-timeout" for option in OPTIONS):
-        return ["--ragbench-timeout=900"]
-    pytester.makeconftest(SLOW_SERVER)
-    return []
 
 
 def _items(pytester: pytest.Pytester) -> dict[str, dict[str, Any]]:
@@ -63,10 +48,12 @@ def _items(pytester: pytest.Pytester) -> dict[str, dict[str, Any]]:
 
 def test_judged_items_through_llama_cpp_servers_own_server(
         pytester: pytest.Pytester, llama_server: LlamaServer) -> None:  # noqa: F811
-    extra = _project(pytester)
+    _project(pytester)
     args = ("--ragbench", "-q", "-p", "no:cacheprovider", "--ragbench-cache=cache",
             "--ragbench-llm-url", llama_server.url, "--ragbench-judge-url", llama_server.url,
-            "--ragbench-concurrency", "1", *extra)
+            "--ragbench-concurrency", "1",
+            # one request at a time on a shared machine: give a slow reply time to arrive
+            "--ragbench-timeout=900")
     before = llama_server.statuses()
     result = pytester.runpytest_subprocess(*args)
     after = llama_server.statuses()
