@@ -71,6 +71,8 @@ class RagbenchConfig:
     judge_samples: int = 1
     judge_temperature: float | None = None  # None: 0 for one sample, 0.7 for more
     inconclusive: str = "pass"
+    # -- interrupted runs (issue 17) --
+    resume: bool = False  # --ragbench-resume
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -312,6 +314,7 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         retries=_int("--ragbench-retries", options.value(config, "ragbench_retries"), minimum=0),
         sql_timeout_s=_seconds("ragbench_sql_timeout", config.getini("ragbench_sql_timeout")),
         **_judging(config),
+        resume=bool(options.value(config, "ragbench_resume")),
     )
 
 

@@ -93,6 +93,10 @@ OPTIONS: tuple[Option, ...] = (
            "0.7 for more)"),
     Option("--ragbench-inconclusive", "an item whose threshold lies inside its own judge "
            "interval (3+ samples): 'pass' with a warning (default) or 'fail'", default="pass"),
+    # -- interrupted runs (issue 17) --
+    Option("--ragbench-resume", "continue the newest interrupted run of the report directory: "
+           "its finished items are kept and not run again, the report covers the whole run",
+           type="bool", default=False, action="store_true"),
 )
 
 # Ini-only keys (no flag).
