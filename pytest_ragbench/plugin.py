@@ -72,13 +72,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[JOURNAL_KEY] = session.journal
         config.stash[KEPT_KEY] = session.kept_ids()
         config.stash[SIGNALS_KEY] = session.signals
-    else:
-        _join_run(config)
         if settings.evaluate:
             from pytest_ragbench.report.ragcsv_progress import RagcsvProgress
 
             config.pluginmanager.register(RagcsvProgress(config, settings.systems),
                                           "ragbench-ragcsv-progress")
+    else:
+        _join_run(config)
 
 
 def _join_run(config: pytest.Config) -> None:
