@@ -11,6 +11,7 @@ report must cover the whole run under one run id.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -200,6 +201,35 @@ def test_a_signal_to_the_whole_process_group_under_xdist(
     finished, output = interrupt(project, process, signum, group=True)
     run = assert_partial_everywhere(project, finished, output, signum.name)
     assert "lost" not in {i["status"] for i in items_jsonl(project)}
+    assert_resumed_whole_run(project, run, ("-n", "2"))
+
+
+def children(pid: int) -> list[int]:
+    """The process ids of ``pid``'s children (Linux: /proc/<pid>/task/*/children)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_sigterm_to_one_xdist_worker_stops_the_run_and_keeps_every_record(
+        project: pytest.Pytester) -> None:
+    """A worker told to stop (SIGTERM) ends the whole run, marked partial; nothing is lost."""
+    process = start(project, "-n", "2")
+    deadline = time.monotonic() + 90
+    while len(journal_records(project.path / ".ragbench")) < 4:
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    (worker, *_) = children(process.pid)
+    os.kill(worker, signal.SIGTERM)
+    output, _ = process.communicate(timeout=90)
+    assert process.returncode == pytest.ExitCode.INTERRUPTED, output
+    finished = set(journal_records(project.path / ".ragbench"))
+    run = assert_partial_everywhere(project, finished, output, "SIGTERM")
+    assert re.fullmatch(r"SIGTERM to xdist worker gw[01]", run["interrupted_by"])
+    assert "lost" not in {i["status"] for i in items_jsonl(project)}  # stopped, not crashed
     assert_resumed_whole_run(project, run, ("-n", "2"))
 
 
