@@ -174,7 +174,11 @@ def assert_resumed_whole_run(project: pytest.Pytester, interrupted: dict[str, An
     assert {r["run_id"] for r in rows} == {run["id"]}
     assert {(r["status"], r["n"]) for r in rows[-2:]} == {("complete", str(CASES))}
     assert {r["status"] for r in rows[:-2]} == {"interrupted"}
-    assert html_run(project)[0] == {"id": run["id"], "status": "complete"}
+    meta, page = html_run(project)
+    assert meta == {"id": run["id"], "status": "complete"}
+    assert "Partial run" not in page
+    assert f'<div class="banner resumed">Resumed run {run["id"]} (session 2): ' \
+           f"{len(kept)} items kept" in page
     assert f"resumed run {run['id']} (session 2): {len(kept)} items kept" in output
     assert not (project.path / ".ragbench" / "journal").exists()  # the run is finished
 
