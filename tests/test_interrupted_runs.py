@@ -27,6 +27,7 @@ import pytest
 
 from pytest_ragbench.report import files, journal, resume
 from pytest_ragbench.report.interruption import run_status
+from tests.browser import browser, require_chromium
 from tests.test_report_support import items_jsonl, make_toy_project, results
 
 CASES = 16
@@ -195,6 +196,21 @@ def test_a_signal_keeps_every_finished_record_and_resume_finishes_the_run(
 def test_sigterm_without_xdist_plugin(project: pytest.Pytester) -> None:
     finished, output = interrupt(project, start(project, "-p", "no:xdist"), signal.SIGTERM)
     assert_partial_everywhere(project, finished, output, "SIGTERM")
+    # In a real browser the banner is seen first, above the verdict, and stands out.
+    chromium = require_chromium()
+    with browser(chromium) as page:
+        page.open((project.path / ".ragbench" / "report.html").as_uri())
+        shown = page.evaluate(
+            "(() => { const b = document.querySelector('.banner.partial');"
+            " const v = document.getElementById('verdict');"
+            " return b && [b.checkVisibility(), b.getBoundingClientRect().top,"
+            " v.getBoundingClientRect().top, b.innerText,"
+            " getComputedStyle(b).backgroundColor]; })()")
+    assert shown, "no partial-run banner"
+    visible, top, verdict_top, text, background = shown
+    assert visible and top < verdict_top and top < 300
+    assert text.startswith("Partial run: the run was interrupted (SIGTERM")
+    assert background not in ("rgba(0, 0, 0, 0)", "rgb(255, 255, 255)")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
