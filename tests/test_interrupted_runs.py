@@ -193,9 +193,11 @@ def test_a_signal_keeps_every_finished_record_and_resume_finishes_the_run(
     assert_resumed_whole_run(project, run, MODES[mode])
 
 
-def test_sigterm_without_xdist_plugin(project: pytest.Pytester) -> None:
-    finished, output = interrupt(project, start(project, "-p", "no:xdist"), signal.SIGTERM)
-    assert_partial_everywhere(project, finished, output, "SIGTERM")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_without_the_xdist_plugin(project: pytest.Pytester,
+                                           signum: signal.Signals) -> None:
+    finished, output = interrupt(project, start(project, "-p", "no:xdist"), signum)
+    assert_partial_everywhere(project, finished, output, signum.name)
     # In a real browser the banner is seen first, above the verdict, and stands out.
     chromium = require_chromium()
     with browser(chromium) as page:
@@ -209,7 +211,7 @@ def test_sigterm_without_xdist_plugin(project: pytest.Pytester) -> None:
     assert shown, "no partial-run banner"
     visible, top, verdict_top, text, background = shown
     assert visible and top < verdict_top and top < 300
-    assert text.startswith("Partial run: the run was interrupted (SIGTERM")
+    assert text.startswith(f"Partial run: the run was interrupted ({signum.name}")
     assert background not in ("rgba(0, 0, 0, 0)", "rgb(255, 255, 255)")
 
 
