@@ -73,6 +73,8 @@ class RagbenchConfig:
     inconclusive: str = "pass"
     # One metric vocabulary: the file each threshold and gate came from ("thresholds:kind.metric").
     setting_files: dict[str, str] = field(default_factory=dict)
+    # -- interrupted runs (issue 17) --
+    resume: bool = False  # --ragbench-resume
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -329,6 +331,7 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         sql_timeout_s=_seconds("ragbench_sql_timeout", config.getini("ragbench_sql_timeout")),
         **_judging(config),
         setting_files=settings["files"],
+        resume=bool(options.value(config, "ragbench_resume")),
     )
 
 

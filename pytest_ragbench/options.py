@@ -97,6 +97,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--ragbench-metrics", "list the metrics each kind records (range, direction, "
            "definition, default threshold) and exit", type="bool", default=False,
            action="store_true", ini=False),
+    # -- interrupted runs (issue 17) --
+    Option("--ragbench-resume", "continue the newest interrupted run of the report directory: "
+           "its finished items are kept and not run again, the report covers the whole run",
+           type="bool", default=False, action="store_true"),
 )
 
 # Ini-only keys (no flag).

@@ -20,6 +20,10 @@ CONFIG_KEY = pytest.StashKey[RagbenchConfig]()
 REPORT_MARKER = ".ragbench-report"  # a file the report writes into its dir
 LOCATIONS_KEY = pytest.StashKey[Any]()
 SEEN_KEY = pytest.StashKey[Any]()
+# The run (report/journal.py, interruption.py, resume.py), in every process of the session:
+JOURNAL_KEY = pytest.StashKey[Any]()  # the JournalWriter finished records are appended to
+KEPT_KEY = pytest.StashKey[frozenset[str]]()  # node ids --ragbench-resume does not run again
+SIGNALS_KEY = pytest.StashKey[Any]()  # the SignalWatch (SIGTERM as Ctrl-C)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -64,12 +68,52 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # aggregation happens on the controller only
         from pytest_ragbench.report.session import RagbenchSession
 
-        config.pluginmanager.register(RagbenchSession(config, settings), "ragbench-session")
+        session = RagbenchSession(config, settings)
+        try:
+            session.prepare_run()
+        except ConfigError as exc:
+            raise pytest.UsageError(f"ragbench: {exc}") from None
+        config.pluginmanager.register(session, "ragbench-session")
+        config.stash[JOURNAL_KEY] = session.journal
+        config.stash[KEPT_KEY] = session.kept_ids()
+        config.stash[SIGNALS_KEY] = session.signals
         if settings.evaluate:
             from pytest_ragbench.report.ragcsv_progress import RagcsvProgress
 
             config.pluginmanager.register(RagcsvProgress(config, settings.systems),
                                           "ragbench-ragcsv-progress")
+    else:
+        _join_run(config)
+
+
+def _join_run(config: pytest.Config) -> None:
+    """On an xdist worker: the controller's run id and journal, and what resuming keeps."""
+    from pytest_ragbench.report.interruption import SignalWatch
+    from pytest_ragbench.report.session import WORKER_INPUT_KEY
+
+    config.stash[SIGNALS_KEY] = SignalWatch()
+    run = getattr(config, "workerinput", {}).get(WORKER_INPUT_KEY)
+    if not isinstance(run, dict):
+        return
+    from pytest_ragbench.report.journal import JournalWriter
+
+    writer = JournalWriter(Path(run["journal"]), run["id"])
+    writer.active = True
+    config.stash[JOURNAL_KEY] = writer
+    if run.get("resume"):
+        from pytest_ragbench.report.resume import worker_kept_ids
+
+        config.stash[KEPT_KEY] = worker_kept_ids(run["resume"])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Give the signal handlers back and close the journal."""
+    watch = config.stash.get(SIGNALS_KEY, None)
+    if watch is not None:
+        watch.uninstall()
+    writer = config.stash.get(JOURNAL_KEY, None)
+    if writer is not None:
+        writer.close()
 
 
 def _register_system_fixtures(config: pytest.Config) -> None:
@@ -212,16 +256,45 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``--ragbench-limit N``: deselect the items past the first N cases of each case file."""
-    limit = get_config(config).limit
-    if not limit:
-        return
-    from pytest_ragbench.selection import limit_per_file
+    """``--ragbench-limit N``: deselect the items past the first N cases of each case file.
 
-    kept, dropped = limit_per_file(items, limit)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
+    ``--ragbench-resume``: deselect the items the continued run has finished.
+    """
+    limit = get_config(config).limit
+    if limit:
+        from pytest_ragbench.selection import limit_per_file
+
+        kept, dropped = limit_per_file(items, limit)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+    finished = config.stash.get(KEPT_KEY, frozenset())
+    if finished:
+        done = [item for item in items if item.nodeid in finished]
+        if done:
+            config.hook.pytest_deselected(items=done)
+            items[:] = [item for item in items if item.nodeid not in finished]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On an xdist worker with ragbench items: SIGTERM stops it as Ctrl-C would."""
+    watch = session.config.stash.get(SIGNALS_KEY, None)
+    if hasattr(session.config, "workerinput") and watch is not None \
+            and any(hasattr(item, "record_for_report") for item in session.items):
+        watch.install()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """On an xdist worker: tell the controller which signal stopped it, if one did."""
+    watch = session.config.stash.get(SIGNALS_KEY, None)
+    output = getattr(session.config, "workeroutput", None)
+    if watch is not None and output is not None:
+        from pytest_ragbench.report.session import SIGNAL_OUTPUT_KEY
+
+        watch.reporting = True
+        if watch.received:
+            output[SIGNAL_OUTPUT_KEY] = watch.received
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -257,9 +330,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         message = None
         if call.excinfo is not None:
             message = call.excinfo.exconly().strip().splitlines()[-1][:500]
-        record = make_record(status, message)
-        setattr(report, REPORT_ATTRIBUTE, record.to_dict())
-        _add_junit_properties(item, record.to_dict())
+        data = make_record(status, message).to_dict()
+        setattr(report, REPORT_ATTRIBUTE, data)
+        _add_junit_properties(item, data)
+        journal = item.config.stash.get(JOURNAL_KEY, None)
+        if journal is not None and journal.active:  # kept even if the session is killed
+            journal.record(data)
     return report
 
 

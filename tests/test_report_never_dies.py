@@ -90,7 +90,7 @@ def test_a_terminal_part_that_fails_leaves_the_rest_of_the_section(
     result = pytester.runpytest("--ragbench", "-W", "error::UserWarning")
     assert result.ret == pytest.ExitCode.OK  # even where warnings are errors
     result.stdout.fnmatch_lines([
-        "*= ragbench =*", "metrics: mean, 95% CI*", "gate toy.token_f1 >= 0.5: passed*",
+        "*= ragbench =*", "metrics: mean and 95% CI*", "gate toy.token_f1 >= 0.5: passed*",
         "verdict: PASSED", "report: .ragbench/*",
         "ragbench: the terminal summary: the breakdowns could not be printed (ValueError: *)"])
     assert "toy by category" not in result.stdout.str()

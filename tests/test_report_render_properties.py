@@ -103,7 +103,8 @@ def nudge_to_edges(doc: dict[str, Any]) -> None:
     for kinds in doc["comparisons"].values():
         for metrics in kinds.values():
             for c in metrics.values():
-                c["delta"] = math.nextafter(c["ci_low"], -math.inf)
+                if c.get("ci_low") is not None:  # no interval: nothing to nudge
+                    c["delta"] = math.nextafter(c["ci_low"], -math.inf)
 
 
 class _Checker(HTMLParser):
@@ -221,7 +222,8 @@ def test_keys_from_other_parts_of_the_plugin_are_shown_when_present() -> None:
                         "--ragbench-max-unscored 0.2"],
            "judge_calibration": {"vector": {"faithfulness": {
                "n_labeled": 30, "n_judged": 10, "judge_mean": 0.61, "human_mean": 0.55,
-               "agreement": 0.8, "kappa": 0.52, "bias": 0.06, "bias_ci_low": -0.02,
+               "agreement": 0.8, "agreement_method": None, "kappa": 0.52, "bias": 0.06,
+               "bias_ci_low": -0.02,
                "bias_ci_high": 0.14, "ppi_mean": 0.56, "ppi_ci_low": 0.49,
                "ppi_ci_high": 0.63}}},
            "items": []}
@@ -240,4 +242,6 @@ def test_keys_from_other_parts_of_the_plugin_are_shown_when_present() -> None:
     lines = terminal.render(doc, [], None)
     assert lines[0] == "PARTIAL RUN: the run was interrupted (12 items not run): the " \
                        "numbers cover the finished items only"
+    assert lines[1] == "  continue it with --ragbench-resume: the finished items are kept, not " \
+                       "run again, and the report then covers the whole run"
     assert any("n too small" in line for line in lines)

@@ -53,7 +53,9 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
         found_regressions = gates.regressions(against)
         baseline_part = {"label": baseline.label, "path": str(baseline.path),
                          "run_id": baseline.run.get("id"), "time": baseline.run.get("time"),
-                         **counts}
+                         # a partial baseline is named (a warning and a note of the verdict)
+                         "status": baseline.run.get("status") or "complete",
+                         "items_not_run": baseline.run.get("items_not_run"), **counts}
     beir_runs = beir.collect(records)
     matching = calibration.match(records, labels.labels if labels else ())
 

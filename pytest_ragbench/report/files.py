@@ -4,6 +4,12 @@ Files are written to a temporary name of their own and renamed, so a reader neve
 half a file, and sessions writing the same report dir at once never trip over each
 other's temporary files; ``leaderboard.csv`` is appended under an exclusive lock, so
 concurrent sessions never interleave or lose rows.
+
+Every file names its run: ``run.id`` in results.json and saved runs, ``run`` (id and
+status) on each line of items.jsonl, ``run_id`` and ``status`` in the leaderboard rows and
+BEIR metric files, a ``<meta>`` tag in report.html. The files of the earlier run are
+removed before this run's are written, so a session killed while writing leaves the
+files of one run only (and its journal, see journal.py).
 """
 
 from __future__ import annotations
@@ -30,11 +36,14 @@ LIBRARIES = ("pytest-ragbench", "pytest", "pytest-xdist", "numpy", "scipy", "mat
              "SQLAlchemy", "pytrec-eval-terrier", "sentence-transformers", "faiss-cpu",
              "bm25s", "torch", "ragas", "beir", "llama-cpp-python", "openai", "httpx")
 LEADERBOARD_COLUMNS = ("time", "run_id", "git_commit", "system", "kind", "dataset", "metric",
-                       "n", "mean", "ci_low", "ci_high")
+                       "n", "mean", "ci_low", "ci_high", "status")
+# Files that belong to one run (BEIR files are found by their suffixes).
+RUN_FILES = ("results.json", "report.html")
+RUN_SUFFIXES = (".run.trec", ".metrics.json")
 
 
-def run_info(rootpath: Path) -> dict[str, Any]:
-    """Run id, UTC time, git commit, machine, plugin and library versions."""
+def run_info(rootpath: Path, run_id: str | None = None) -> dict[str, Any]:
+    """Run id (a new one unless given), UTC time, git commit, machine, versions."""
     from importlib import metadata
 
     versions = {}
@@ -46,7 +55,8 @@ def run_info(rootpath: Path) -> dict[str, Any]:
     now = time.time()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
     return {
-        "id": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + "-" + uuid.uuid4().hex[:8],
+        "id": run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + "-"
+        + uuid.uuid4().hex[:8],
         "time": stamp,
         "git_commit": git_commit(rootpath),
         "machine": {"node": platform.node(), "system": platform.system(),
@@ -90,16 +100,30 @@ def write_json(path: Path, data: Any) -> Path:
     return write_text(path, json.dumps(data, indent=1, allow_nan=False) + "\n")
 
 
-def write_items(path: Path, records: Iterable[ItemRecord]) -> Path:
-    """One JSON record per line, in node-id order, written atomically."""
-    return write_text(path, "".join(json.dumps(record.to_dict(), allow_nan=False) + "\n"
-                                    for record in records))
+def write_items(path: Path, records: Iterable[ItemRecord],
+                run: dict[str, Any] | None = None) -> Path:
+    """One JSON record per line, in node-id order, written atomically.
+
+    ``run`` (``{"id", "status"}``) is added to every line as its ``run`` key.
+    """
+    tag = {"run": run} if run else {}
+    return write_text(path, "".join(json.dumps({**record.to_dict(), **tag}, allow_nan=False)
+                                    + "\n" for record in records))
+
+
+def previous_run_files(folder: Path) -> list[str]:
+    """The per-run files now in the report dir (results.json, report.html, BEIR files)."""
+    names = [name for name in RUN_FILES if (folder / name).exists()]
+    if folder.is_dir():
+        names += sorted(p.name for p in folder.iterdir() if p.name.endswith(RUN_SUFFIXES))
+    return names
 
 
 def leaderboard_rows(document: dict[str, Any]) -> list[list[str]]:
     """Long-format rows: one per (system, kind, metric), plus BEIR dataset-level metrics."""
     run = document["run"]
     head = [run["time"], run["id"], run.get("git_commit") or ""]
+    status = run.get("status") or ""
     rows = []
     for kind, metrics in document["metrics"].items():
         for metric, entry in metrics.items():
@@ -108,12 +132,12 @@ def leaderboard_rows(document: dict[str, Any]) -> list[list[str]]:
                 if cell.get("n"):
                     rows.append([*head, system, kind, "", metric, str(cell["n"]),
                                  _cell(cell["mean"]), _cell(cell["ci_low"]),
-                                 _cell(cell["ci_high"])])
+                                 _cell(cell["ci_high"]), status])
     for dataset, systems in document.get("beir", {}).items():
         for system, result in systems.items():
             for metric, value in result["metrics"].items():
                 rows.append([*head, system, "beir", dataset, metric,
-                             str(result["judged_queries"]), _cell(value), "", ""])
+                             str(result["judged_queries"]), _cell(value), "", "", status])
     return rows
 
 
@@ -122,18 +146,41 @@ def _cell(value: Any) -> str:
 
 
 def append_leaderboard(path: Path, rows: list[list[str]]) -> Path:
-    """Append rows (header first when the file is new) in one locked write."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerows(rows)
+    """Append rows (header first when the file is new) in one locked write.
+
+    A file with an older header (no ``status`` column) is rewritten once with the
+    column added, left empty in its old rows. A run continued with --ragbench-resume
+    appends its rows again under the same run id: the newest rows of a run id count.
+    """
     with locked(path) as handle:
-        handle.seek(0, os.SEEK_END)
-        if handle.tell() == 0:
-            writer_head = io.StringIO()
-            csv.writer(writer_head, lineterminator="\n").writerow(LEADERBOARD_COLUMNS)
-            handle.write(writer_head.getvalue())
-        handle.write(buffer.getvalue())
+        handle.seek(0)
+        first = handle.readline()
+        header = tuple(next(csv.reader([first]))) if first.strip() else None
+        if header is None or header == LEADERBOARD_COLUMNS:
+            handle.seek(0, os.SEEK_END)
+            head = [list(LEADERBOARD_COLUMNS)] if header is None and handle.tell() == 0 else []
+            handle.write(_csv_text([*head, *rows]))
+            return path
+        handle.seek(0)
+        old = [_widen(row, header) for row in list(csv.reader(handle))[1:] if row]
+        handle.seek(0)
+        handle.truncate()
+        handle.write(_csv_text([list(LEADERBOARD_COLUMNS), *old, *rows]))
     return path
+
+
+def _csv_text(rows: list[list[str]]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
+
+
+def _widen(row: list[str], header: tuple[str, ...] | None) -> list[str]:
+    """An old row under the current columns (by the old header's names)."""
+    if header is None or header == LEADERBOARD_COLUMNS:
+        return row
+    by_name = dict(zip(header, row, strict=False))
+    return [by_name.get(name, "") for name in LEADERBOARD_COLUMNS]
 
 
 def remove_stale(folder: Path, names: Iterable[str], problems: list[str]) -> None:
@@ -180,8 +227,9 @@ def write_all(document: dict[str, Any], records: list[ItemRecord], settings: Rag
             written.append(path)
 
     if not items_written:
+        tag = {"id": document["run"]["id"], "status": document["run"].get("status")}
         step("items.jsonl", ["items.jsonl"],
-             lambda: write_items(folder / "items.jsonl", records))
+             lambda: write_items(folder / "items.jsonl", records, tag))
     step("results.json", ["results.json"], lambda: write_json(folder / "results.json", document))
     for run in beir.collect(records):
         step(run.stem, [], lambda run=run: beir.write(run, folder))  # type: ignore[misc]
@@ -189,7 +237,8 @@ def write_all(document: dict[str, Any], records: list[ItemRecord], settings: Rag
         step(f"{run.stem}.metrics.json", [f"{run.stem}.metrics.json"],
              lambda run=run, result=result: write_json(  # type: ignore[misc]
                  folder / f"{run.stem}.metrics.json",
-                 {"dataset": run.dataset, "system": run.system, **(result or {})}))
+                 {"dataset": run.dataset, "system": run.system,
+                  "run_id": document["run"]["id"], **(result or {})}))
     step("leaderboard.csv", [], lambda: append_leaderboard(folder / "leaderboard.csv",
                                                            leaderboard_rows(document)))
     if settings.save:

@@ -189,8 +189,12 @@ def verdict_section(document: dict[str, Any]) -> str:
     banner = ""
     if decided.interrupted:
         run = document.get("run") or {}
+        hint = f" ({verdict_mod.RESUME_HINT})" if run.get("status") == "interrupted" else ""
         banner = (f'<div class="banner partial">Partial run: '
-                  f"{esc(verdict_mod.interrupted_text(run))}.</div>")
+                  f"{esc(verdict_mod.interrupted_text(run))}.{esc(hint)}</div>")
+    resumed = verdict_mod.resumed_text(document.get("run") or {})
+    if resumed:
+        banner += f'<div class="banner resumed">{esc(resumed[0].upper() + resumed[1:])}.</div>'
     reasons = []
     for reason in decided.reasons:
         target = "#items?outcome=notpassed" if reason.anchor == "items" else f"#{reason.anchor}"
@@ -509,16 +513,25 @@ def render(document: dict[str, Any], problems: list[str] | None = None) -> str:
     body = "\n".join(p for p in page.parts if p)
     top = Page(problems)
     top.add("the header", lambda: header(document))
-    return wrap(f"{''.join(top.parts)}{navigation(body)}\n{body}", script=True)
+    return wrap(f"{''.join(top.parts)}{navigation(body)}\n{body}", script=True,
+                run=document.get("run"))
 
 
-def wrap(body: str, script: bool) -> str:
+def run_meta(run: Any) -> str:
+    """``<meta>`` tags naming the run and its status: the same run id as every report file."""
+    if not isinstance(run, dict):
+        return ""
+    return "".join(f'<meta name="ragbench-run-{key}" content="{esc(run.get(key))}">'
+                   for key in ("id", "status") if run.get(key))
+
+
+def wrap(body: str, script: bool, run: Any = None) -> str:
     """The document around ``body``: inline CSS (and the script), no outside resources."""
     code = f"<script>{drilldown.asset('report.js')}</script>" if script else ""
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            "<title>pytest-ragbench report</title>"
+            f"{run_meta(run)}<title>pytest-ragbench report</title>"
             f"<style>{drilldown.asset('report.css')}</style></head><body><main>\n{body}\n"
             f"</main>{code}</body></html>\n")
 
@@ -531,4 +544,4 @@ def fallback_page(document: dict[str, Any], detail: str) -> str:
         head = ""
     return wrap(f"<h1>pytest-ragbench report</h1>{head}<p class=problem>report.html could "
                 f"not be rendered ({esc(detail)}). The results are in results.json and "
-                "items.jsonl beside this page.</p>", script=False)
+                "items.jsonl beside this page.</p>", script=False, run=document.get("run"))

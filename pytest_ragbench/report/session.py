@@ -2,8 +2,14 @@
 
 Registered only on the controller: under pytest-xdist the records arrive on the
 replayed test reports, so the numbers are the same with and without workers. An item
-whose worker died is recorded as ``lost``. Nothing heavy is imported until the session
-ends with records.
+whose worker died is recorded as ``lost``; one whose worker was interrupted is not run.
+Nothing heavy is imported until the session ends with records.
+
+The run (:mod:`.journal`, :mod:`.interruption`, :mod:`.resume`): the run id is chosen
+at start-up (or taken from the run ``--ragbench-resume`` continues) and given to the
+xdist workers; every finished record is appended to the run's journal where its item
+ran; at the end, records that never reached the controller are read back from the
+journal, and the run is ``complete`` or ``interrupted`` (with the items not run).
 """
 
 from __future__ import annotations
@@ -19,8 +25,12 @@ from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.records import REPORT_ATTRIBUTE, ItemRecord
 from pytest_ragbench.report import components as components_mod
+from pytest_ragbench.report import journal as journal_mod
+from pytest_ragbench.report.interruption import RunStatus, SignalWatch, run_status
 
 PHASES = ("setup", "call", "teardown")
+WORKER_INPUT_KEY = "ragbench_run"  # config.workerinput: the run id, journal, resume point
+SIGNAL_OUTPUT_KEY = "ragbench_signal"  # config.workeroutput: the signal a worker received
 T = TypeVar("T")
 
 
@@ -41,6 +51,71 @@ class RagbenchSession:
         self._warned = 0  # problems already issued as warnings
         # ``ragbench verify`` without --report writes no files (cli.py).
         self.write_files = True
+        # The run: its id, its journal, how far it got (report/journal.py, interruption.py).
+        self.run_id = journal_mod.new_run_id()
+        self.resume: Any = None  # the resume.ResumePoint this session continues
+        self.journal: journal_mod.JournalWriter | None = None
+        self.signals = SignalWatch()
+        self.selected: set[str] | None = None  # node ids of this session's ragbench items
+        self.interrupted_workers: dict[str, str | None] = {}  # xdist id -> signal, if known
+        self.status: RunStatus | None = None
+        self.stopped_by: str | None = None  # the message of the interruption, if any
+
+    # -- the run --------------------------------------------------------------------------
+
+    def prepare_run(self) -> None:
+        """Choose the run id (a new one, or the run ``--ragbench-resume`` continues)."""
+        if self.settings.resume:
+            from pytest_ragbench.report import resume
+
+            self.resume = resume.find(self.settings.report_dir, self._public_settings())
+            if self.resume is not None:
+                self.run_id = self.resume.run_id
+        self.journal = journal_mod.JournalWriter(
+            journal_mod.journal_path(self.settings.report_dir, self.run_id), self.run_id)
+
+    def _public_settings(self) -> dict[str, Any]:
+        import json
+
+        return dict(json.loads(json.dumps(self.settings.public_dict(), default=str)))
+
+    def kept_ids(self) -> frozenset[str]:
+        """Node ids whose records the resumed run already has: they are not run again."""
+        return frozenset(self.resume.kept) if self.resume is not None else frozenset()
+
+    def _items_known(self, nodeids: set[str]) -> None:
+        """The session's ragbench items are known: open the journal, take over SIGTERM."""
+        first = self.selected is None
+        self.selected = (self.selected or set()) | nodeids
+        if not first or not (nodeids or self.resume is not None) \
+                or self.config.option.collectonly:
+            return
+        self.signals.install()
+        if self.write_files and self.journal is not None:
+            self.journal.header(self._public_settings(), resumed=self.resume is not None)
+            self.journal.lock_shared()
+            self.journal.active = True
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Without xdist: the selected ragbench items (after -k, --lf, resume deselection)."""
+        self._items_known({item.nodeid for item in session.items
+                           if hasattr(item, "record_for_report")})
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Any) -> None:
+        """Under xdist: the items a worker collected (each worker collects them all)."""
+        self._items_known({nodeid for nodeid in ids
+                           if ragbench_kind(nodeid, self._kind_names()) is not None})
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """Give each xdist worker the run id, the journal, and what resuming deselects."""
+        if not self.write_files or self.journal is None:
+            return
+        node.workerinput[WORKER_INPUT_KEY] = {
+            "id": self.run_id, "journal": str(self.journal.path),
+            "resume": self.resume.worker_input() if self.resume is not None else None}
 
     # -- collecting -----------------------------------------------------------------------
 
@@ -85,6 +160,9 @@ class RagbenchSession:
         if isinstance(data, dict):
             self.records[report.nodeid] = ItemRecord.from_dict(data)
         elif report.when not in PHASES and report.failed and report.nodeid not in self.records:
+            worker = _worker_id(getattr(report, "node", None))
+            if worker in self.interrupted_workers:
+                return  # its worker was interrupted: the item did not run, it did not crash
             lost = lost_record(report.nodeid, self.settings.systems, str(report.longrepr),
                                self._kind_names())
             if lost is not None:
@@ -95,6 +173,12 @@ class RagbenchSession:
         """Components named on an xdist worker arrive in its ``workeroutput``."""
         output = getattr(node, "workeroutput", None) or {}
         self.worker_components.update(output.get(components_mod.WORKEROUTPUT_KEY) or {})
+        if error == "keyboard-interrupt" or output.get("exitstatus") == int(
+                pytest.ExitCode.INTERRUPTED):
+            worker = _worker_id(node)
+            if worker is not None:
+                self.interrupted_workers[worker] = output.get(SIGNAL_OUTPUT_KEY) \
+                    or self.interrupted_workers.get(worker)
 
     def _kind_names(self) -> tuple[str, ...]:
         """The item kinds of this session (a plugin's too)."""
@@ -115,39 +199,117 @@ class RagbenchSession:
         Runs before ``--junitxml`` writes its file (tryfirst), so that the gates and
         regressions reach it as testcases. Nothing here may fail the session: a part
         that breaks becomes one warning naming it, and the other parts are still done.
+        A SIGTERM from now on waits for the files (report/interruption.py).
         """
-        if not self.records:
+        self.signals.reporting = True
+        self._guard("reading the run's journal", self._merge_journal)
+        if not self.records:  # nothing finished: nothing to keep for a resume either
+            if self.journal is not None and self.journal.active:
+                self.journal.close()
+                journal_mod.remove([self.journal.path], self.problems)
             return
         from pytest_ragbench.report import files
 
         records = self.sorted_records()
+        self.status = run_status(
+            self.selected, set(self.records),
+            interrupted=session.exitstatus == pytest.ExitCode.INTERRUPTED,
+            signal_name=self._signal_name(),
+            shouldstop=session.shouldstop or session.shouldfail)
+        self._settle_exit_status(session)
         folder = self.settings.report_dir
-        if self.write_files:
+        tag = {"id": self.run_id, "status": self.status.status}
+        if self.write_files:  # files of the earlier run go first: never two runs side by side
+            files.remove_stale(folder, files.previous_run_files(folder), self.problems)
             self._guard(f"writing {folder / 'items.jsonl'}",
                         lambda: self.written.append(files.write_items(folder / "items.jsonl",
-                                                                      records)))
+                                                                      records, tag)))
         self.document = self._guard("building the results document",
                                     lambda: self._build(session, records))
         if self.document is None:
-            if self.write_files:  # an older results.json or report.html would look current
-                files.remove_stale(folder, ("results.json", "report.html"), self.problems)
             return
         if self.write_files:
             self.written += files.write_all(self.document, records, self.settings,
                                             self.problems, items_written=bool(self.written))
+            self._guard("removing the run's journal", self._finish_journal)
         if self.document["failures"] and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         self._guard("reporting gates and regressions as test reports",
                     lambda: self._report_checks(self.document or {}))
         self._warn_problems()
+        self._warn_partial_baseline()
+
+    def _merge_journal(self) -> None:
+        """Records that never reached this process (a worker's last ones), and the kept ones."""
+        if self.journal is None or not self.journal.path.is_file():
+            return
+        start = self.resume.size if self.resume is not None else 0
+        journal = journal_mod.read(self.journal.path, start=start)
+        kept = self.resume.kept if self.resume is not None else {}
+        for nodeid, data in [*journal.records.items(), *kept.items()]:
+            if nodeid not in self.records:
+                self.records[nodeid] = ItemRecord.from_dict(data)
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """What stopped the session, when no signal did (xdist's ``-x``, a worker's Ctrl-C)."""
+        self.stopped_by = str(excinfo.value).strip() or None
+
+    def _signal_name(self) -> str | None:
+        if self.signals.received:
+            return self.signals.received
+        if self.interrupted_workers:
+            names = ", ".join(sorted(self.interrupted_workers))
+            signals = sorted({s for s in self.interrupted_workers.values() if s})
+            how = f"{'/'.join(signals)} to" if signals else "an interruption of"
+            return f"{how} xdist worker {names}"
+        return self.stopped_by
+
+    def _settle_exit_status(self, session: pytest.Session) -> None:
+        """A resumed run's kept failures fail the session; all items kept is not 'no tests'."""
+        if self.resume is None:
+            return
+        failed = any(r.status in ("failed", "error", "lost") for r in self.records.values())
+        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
+
+    def _finish_journal(self) -> None:
+        """A complete run removes its journal (and unfinished runs it replaces)."""
+        if self.journal is None or self.status is None or self.status.status != "complete":
+            return
+        wrote = {p.name for p in self.written}
+        if not {"items.jsonl", "results.json"} <= wrote:
+            return  # the journal still holds the records the files do not
+        self.journal.close()
+        folder = self.settings.report_dir
+        stale = [p for p in journal_mod.journals(folder)
+                 if p != self.journal.path and not journal_mod.is_live(p)]
+        journal_mod.remove([self.journal.path, *stale], self.problems)
+
+    def _warn_partial_baseline(self) -> None:
+        import warnings
+
+        baseline = (self.document or {}).get("baseline") or {}
+        if baseline.get("status") == "interrupted":
+            from pytest_ragbench.report.verdict import partial_baseline_text
+
+            with contextlib.suppress(Exception):
+                warnings.warn(RagbenchReportWarning(
+                    f"ragbench: {partial_baseline_text(baseline)}"), stacklevel=1)
 
     def _build(self, session: pytest.Session, records: list[ItemRecord]) -> dict[str, Any]:
         from pytest_ragbench.report import document as document_mod
         from pytest_ragbench.report.files import run_info
 
         found = {**self.worker_components, **components_mod.components(self.config)}
+        run = run_info(self.config.rootpath, self.run_id)
+        if self.status is not None:
+            run.update(self.status.as_run_keys())
+        if self.resume is not None:
+            kept = len(self.resume.kept)
+            run["resumed"] = {"sessions": self.resume.sessions + 1, "kept_items": kept,
+                              "run_now": len(records) - kept}
         document = document_mod.build(
-            records, self.settings, run=run_info(self.config.rootpath),
+            records, self.settings, run=run,
             components=components_mod.ordered(found), baseline=self.baseline,
             gate_list=self.gates, labels=self.labels)
         document["run"]["exit_status"] = int(session.exitstatus)
@@ -209,6 +371,7 @@ class RagbenchSession:
             terminalreporter.write_line(f"ragbench: {problem}", yellow=True)
 
 
+
 class RagbenchReportWarning(UserWarning):
     """A part of the ragbench report could not be made; the rest was."""
 
@@ -220,20 +383,33 @@ def _relative(path: Path, root: Path) -> str:
         return str(path)
 
 
-def lost_record(nodeid: str, systems: tuple[str, ...], message: str,
-                kind_names: tuple[str, ...] = ()) -> ItemRecord | None:
-    """A ``lost`` record for a ragbench item whose worker died (None for other tests).
+def _worker_id(node: Any) -> str | None:
+    return getattr(getattr(node, "gateway", None), "id", None)
+
+
+def ragbench_kind(nodeid: str, kind_names: tuple[str, ...] = ()) -> tuple[str, str] | None:
+    """``(kind, label)`` of a ragbench item's node id (``path::kind[label]``), else None.
 
     ``kind_names``: the session's item kinds (the built-in ones when not given).
     """
     from pytest_ragbench.kinds import builtin_registry
 
-    path, _, name = nodeid.rpartition("::")
+    name = nodeid.rpartition("::")[2]
     kind, bracket, label = name.partition("[")
     known = kind_names or tuple(builtin_registry().item_kinds)
     if not bracket or kind not in (*known, "invalid_case"):
         return None
-    label = label[:-1] if label.endswith("]") else label
+    return kind, label[:-1] if label.endswith("]") else label
+
+
+def lost_record(nodeid: str, systems: tuple[str, ...], message: str,
+                kind_names: tuple[str, ...] = ()) -> ItemRecord | None:
+    """A ``lost`` record for a ragbench item whose worker died (None for other tests)."""
+    found = ragbench_kind(nodeid, kind_names)
+    if found is None:
+        return None
+    kind, label = found
+    path = nodeid.rpartition("::")[0]
     system = next((s for s in systems if label.startswith(f"{s}-")), None)
     case_id = label[len(system) + 1:] if system else label
     return ItemRecord(nodeid=nodeid, kind=kind, case_kind="", case_id=case_id, file=path,

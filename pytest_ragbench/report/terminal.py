@@ -407,12 +407,22 @@ def verdict_lines(document: dict[str, Any]) -> list[str]:
 
 
 def interrupted_lines(document: dict[str, Any]) -> list[str]:
-    """A first line saying that the run is partial, when it is."""
-    from pytest_ragbench.report.verdict import decide, interrupted_text
+    """First lines: the run is partial (and how to continue it), or it was resumed."""
+    from pytest_ragbench.report.verdict import (
+        RESUME_HINT,
+        decide,
+        interrupted_text,
+        resumed_text,
+    )
 
-    if not decide(document).interrupted:
-        return []
-    return [f"PARTIAL RUN: {interrupted_text(document.get('run') or {})}"]
+    run = document.get("run") or {}
+    resumed = resumed_text(run)
+    lines = [resumed] if resumed else []
+    if decide(document).interrupted:
+        lines[:0] = [f"PARTIAL RUN: {interrupted_text(run)}"]
+        if run.get("status") == "interrupted":
+            lines.insert(1, f"  {RESUME_HINT}")
+    return lines
 
 
 PARTS: tuple[tuple[str, Callable[[dict[str, Any]], list[str]]], ...] = (

@@ -90,8 +90,39 @@ def interrupted_text(run: dict[str, Any]) -> str:
     """What the banner of a partial run says."""
     not_run = next((run[k] for k in ("items_not_run", "not_run") if isinstance(run.get(k), int)),
                    None)
-    left = f" ({plural(not_run, 'item')} not run)" if not_run else ""
+    why = [str(run["interrupted_by"])] if run.get("interrupted_by") else []
+    why += [f"{plural(not_run, 'item')} not run"] if not_run else []
+    left = f" ({'; '.join(why)})" if why else ""
     return f"the run was interrupted{left}: the numbers cover the finished items only"
+
+
+RESUME_HINT = ("continue it with --ragbench-resume: the finished items are kept, not run "
+               "again, and the report then covers the whole run")
+
+
+def resumed_text(run: dict[str, Any]) -> str | None:
+    """``resumed run ...: N finished items kept, M run now`` for a continued run."""
+    resumed = run.get("resumed")
+    if not isinstance(resumed, dict):
+        return None
+    kept, now = resumed.get("kept_items"), resumed.get("run_now")
+    sessions = resumed.get("sessions")
+    return (f"resumed run {run.get('id') or '-'} (session {sessions}): {plural(kept or 0, 'item')} "
+            f"kept from the interrupted session(s), {now or 0} run in this one")
+
+
+def partial_baseline_text(baseline: dict[str, Any]) -> str:
+    """The warning for a comparison against a run that was interrupted."""
+    not_run = baseline.get("items_not_run")
+    left = f", {plural(not_run, 'item')} not run" if isinstance(not_run, int) and not_run else ""
+    return (f"the baseline {baseline.get('label') or baseline.get('path') or ''} is a partial "
+            f"run (interrupted{left}): comparisons cover only the items it finished")
+
+
+def is_interrupted(run: dict[str, Any]) -> bool:
+    """True for a partial run (``run.status``; an older document: pytest's exit status 2)."""
+    status = run.get("status")
+    return status == "interrupted" if status else run.get("exit_status") == 2
 
 
 def decide(document: dict[str, Any]) -> Verdict:
@@ -99,7 +130,7 @@ def decide(document: dict[str, Any]) -> Verdict:
     reasons: list[Reason] = []
     run = document.get("run") or {}
     exit_status = run.get("exit_status")
-    interrupted = run.get("status") == "interrupted" or exit_status == 2
+    interrupted = is_interrupted(run)
     if interrupted:
         reasons.append(Reason(interrupted_text(run), "verdict"))
     failures = [str(line) for line in document.get("failures") or []]
@@ -137,6 +168,9 @@ def decide(document: dict[str, Any]) -> Verdict:
 def _notes(document: dict[str, Any], gates: list[dict[str, Any]],
            failing_regressions: int) -> list[Reason]:
     notes = []
+    baseline = document.get("baseline")
+    if isinstance(baseline, dict) and baseline.get("status") == "interrupted":
+        notes.append(Reason(partial_baseline_text(baseline), "comparisons", failing=False))
     found = [r for r in document.get("regressions") or [] if isinstance(r, dict)]
     if found and not failing_regressions:
         notes.append(Reason(f"{plural(len(found), 'regression')} against the baseline, not "
