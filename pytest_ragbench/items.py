@@ -6,6 +6,7 @@ user's conftest.py), ``-k``/``-m``, ``--lf`` and IDE runners work with public AP
 
 from __future__ import annotations
 
+import functools
 import inspect
 import time
 import warnings
@@ -139,8 +140,12 @@ def item_fixtures(item_kind: ItemKind, system: str | None) -> tuple[str, ...]:
                                for name in item_kind.fixtures))
 
 
+@functools.cache
 def _signature(names: tuple[str, ...]) -> Callable[..., None]:
-    """A callable whose parameters are ``names``, so pytest resolves those fixtures."""
+    """A callable whose parameters are ``names``, so pytest resolves those fixtures.
+
+    One per set of fixtures, shared by the items that request it.
+    """
 
     def case_item(**_: Any) -> None:  # the item's runtest does the work
         return None
@@ -288,8 +293,14 @@ class CaseItem(pytest.Function):
         )
 
     def record_for_report(self, status: str, message: str | None) -> ItemRecord:
-        """The record, or one made from the report when the item never ran (setup error)."""
-        return self.record or self._record(status, 0.0, error=message)
+        """The record, or one made from the report when the item never ran (setup error).
+
+        The item lets go of it: the report carries it from here on (a run of many items
+        keeps less alive, and the garbage collector has less to walk).
+        """
+        record = self.record or self._record(status, 0.0, error=message)
+        self.record = None
+        return record
 
     def _evidence_text(self, summary: str, evidence: dict[str, Any]) -> str:
         lines = [summary]

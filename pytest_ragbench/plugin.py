@@ -235,9 +235,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         message = None
         if call.excinfo is not None:
             message = call.excinfo.exconly().strip().splitlines()[-1][:500]
-        record = make_record(status, message)
-        setattr(report, REPORT_ATTRIBUTE, record.to_dict())
-        _add_junit_properties(item, record.to_dict())
+        data = make_record(status, message).to_dict()
+        setattr(report, REPORT_ATTRIBUTE, data)
+        _add_junit_properties(item, data)
     return report
 
 

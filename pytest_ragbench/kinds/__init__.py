@@ -7,6 +7,7 @@ evaluation code lives in its own module and is imported when an item runs.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,8 +30,9 @@ class ItemKind:
 
     def load_runner(self) -> Callable[..., Any]:
         """Import and return the function that evaluates one case."""
-        module, _, function = self.runner.partition(":")
-        runner: Callable[..., Any] = getattr(importlib.import_module(module), function)
+        name, _, function = self.runner.partition(":")
+        module = sys.modules.get(name) or importlib.import_module(name)  # once per item
+        runner: Callable[..., Any] = getattr(module, function)
         return runner
 
 

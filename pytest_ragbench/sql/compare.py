@@ -62,6 +62,8 @@ def _align(expected: Table, actual: Table) -> tuple[list[int] | None, list[str]]
     """Map each expected column to an actual column index (names compared case-insensitively)."""
     wanted = [c.lower() for c in expected.columns]
     have = [c.lower() for c in actual.columns]
+    if wanted == have:  # the common case: same names in the same order
+        return list(range(len(have))), []
     missing = Counter(wanted) - Counter(have)
     unexpected = Counter(have) - Counter(wanted)
     if missing or unexpected:

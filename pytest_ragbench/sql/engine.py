@@ -56,8 +56,9 @@ def open_read_only(url: str) -> Engine:
         if not path.is_file():
             raise DatabaseError(f"database file not found: {path}")
         uri = f"file:{path.resolve().as_posix()}?mode=ro"
+        # pooled: opening a connection costs more than a one-row query (sql_ground_truth)
         engine = sa.create_engine("sqlite+pysqlite://", creator=lambda: _sqlite_ro(uri),
-                                  poolclass=sa.pool.NullPool)
+                                  poolclass=sa.pool.QueuePool)
     else:
         try:
             engine = sa.create_engine(parsed, pool_pre_ping=True)
@@ -66,22 +67,36 @@ def open_read_only(url: str) -> Engine:
     return engine
 
 
+class _ReadOnlyConnection(sqlite3.Connection):
+    """A connection opened by :func:`open_read_only`: its authorizer is set once, at connect.
+
+    (Setting an authorizer expires the connection's prepared statements, so it is not
+    set again before every query on these.)
+    """
+
+
 def _sqlite_ro(uri: str) -> sqlite3.Connection:
-    connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    connection = sqlite3.connect(uri, uri=True, check_same_thread=False,
+                                 factory=_ReadOnlyConnection)
     connection.execute("PRAGMA query_only = ON")
     connection.set_authorizer(_authorizer)
     return connection
 
 
+def _deny_writes(raw: Any) -> None:
+    """Put the deny-writes authorizer on an SQLite connection not opened here (a user's engine)."""
+    if isinstance(raw, sqlite3.Connection) and not isinstance(raw, _ReadOnlyConnection):
+        raw.set_authorizer(_authorizer)
+
+
 def run_query(engine: Engine, sql: str) -> Table:
     """Run one read-only statement and return its result set; writes are refused first."""
     check_read_only(sql)
+    if engine.dialect.name == "sqlite":
+        return _run_sqlite(engine, sql)
     try:
         with engine.connect() as connection:
-            raw = connection.connection.driver_connection
-            if isinstance(raw, sqlite3.Connection):
-                raw.set_authorizer(_authorizer)
-            elif engine.dialect.name in ("postgresql", "mysql", "mariadb", "oracle"):
+            if engine.dialect.name in ("postgresql", "mysql", "mariadb", "oracle"):
                 connection.exec_driver_sql("SET TRANSACTION READ ONLY")
             try:
                 result = connection.exec_driver_sql(sql)
@@ -94,4 +109,31 @@ def run_query(engine: Engine, sql: str) -> Table:
         raise DatabaseError(message) from None
     except sa.exc.SQLAlchemyError as exc:
         raise DatabaseError(str(exc)) from None
+    return Table(columns, rows)
+
+
+def _run_sqlite(engine: Engine, sql: str) -> Table:
+    """SQLite: the statement on the pooled DB-API connection, under the deny-writes authorizer.
+
+    SQLAlchemy's result layer costs more than a one-row SQLite query itself, and
+    ``sql_ground_truth`` runs one query per item, so the cursor is used directly.
+    """
+    try:
+        connection = engine.raw_connection()
+    except sa.exc.DBAPIError as exc:
+        raise DatabaseError(str(getattr(exc, "orig", exc)) or type(exc).__name__) from None
+    try:
+        _deny_writes(connection.driver_connection)
+        cursor = connection.cursor()
+        try:
+            cursor.execute(sql)
+            columns = tuple(d[0] for d in cursor.description or ())
+            rows = tuple(tuple(row) for row in cursor.fetchall())
+        finally:
+            cursor.close()
+            connection.rollback()
+    except sqlite3.Error as exc:
+        raise DatabaseError(str(exc) or type(exc).__name__) from None
+    finally:
+        connection.close()  # back to the pool
     return Table(columns, rows)
