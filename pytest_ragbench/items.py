@@ -191,6 +191,24 @@ def answer_request(case: Case) -> Any:
     return AnswerRequest(str(question), history)
 
 
+def add_ragbench_marker(item: pytest.Item, parent: pytest.Collector) -> None:
+    """Mark ``item`` with ``ragbench``: on its case-file collector, once, when it has one.
+
+    Every item of a case file is a ragbench item, and ``-m ragbench`` sees the markers of
+    an item's parents; one marker per file instead of one per item is less to keep.
+    """
+    if not getattr(parent, "holds_only_ragbench_items", False):
+        item.add_marker("ragbench")
+    elif _MARKED not in parent.stash:
+        parent.stash[_MARKED] = True
+        parent.add_marker("ragbench")
+
+
+_MARKED = pytest.StashKey[bool]()
+_FIXTURE_INFO = pytest.StashKey[dict[tuple[str, ...], Any]]()
+_CATEGORY_MARKERS = pytest.StashKey[set[str]]()
+
+
 class CaseItem(pytest.Function):
     """One case evaluated by one item kind (optionally for one of several systems)."""
 
@@ -210,12 +228,17 @@ class CaseItem(pytest.Function):
         if item_kind.case_kind == ANY_CASE_KIND:  # robust[<case kind>-<id>]
             case_label = f"{case.kind}-{case.id}"
         label = f"{system}-{case_label}" if system else case_label
+        names = item_fixtures(item_kind, system)
+        # The items of one file that request the same fixtures share their FuncFixtureInfo,
+        # as the items of one parametrized test do: the closure is computed once, not per item.
+        shared = parent.stash.setdefault(_FIXTURE_INFO, {})
         item = cls.from_parent(parent, name=f"{item_kind.name}[{label}]",
-                               callobj=_signature(item_fixtures(item_kind, system)), case=case,
-                               item_kind=item_kind, system=system)
+                               callobj=_signature(names), fixtureinfo=shared.get(names),
+                               case=case, item_kind=item_kind, system=system)
+        shared.setdefault(names, getattr(item, "_fixtureinfo", None))
         _restructure_id(item)
-        for name in ("ragbench", item_kind.name):
-            item.add_marker(name)
+        add_ragbench_marker(item, parent)
+        item.add_marker(item_kind.name)
         asks = "ragbench_system" in item_kind.fixtures
         request = answer_request(case) if asks else None
         if request is not None:
@@ -224,7 +247,10 @@ class CaseItem(pytest.Function):
             item.stash[ANSWER_REQUEST] = request  # prefetched with every other answer
         if case.category:
             category = marker_name(case.category)
-            parent.config.addinivalue_line("markers", f"{category}: ragbench case category")
+            registered = parent.config.stash.setdefault(_CATEGORY_MARKERS, set())
+            if category not in registered:
+                registered.add(category)
+                parent.config.addinivalue_line("markers", f"{category}: ragbench case category")
             item.add_marker(category)
         return item
 
@@ -346,7 +372,7 @@ class InvalidCaseItem(pytest.Item):
         item = cls.from_parent(parent, name=f"{item_kind or 'invalid_case'}[{label}]",
                                error=error, item_kind=item_kind)
         _restructure_id(item)
-        item.add_marker("ragbench")
+        add_ragbench_marker(item, parent)
         if item_kind:
             item.add_marker(item_kind)
         return item

@@ -103,8 +103,13 @@ _MADE_FROM = "_made_from"  # not a field: equality and repr ignore it
 
 
 def json_safe(value: Any) -> Any:
-    """Convert tuples, sets, paths and other objects to JSON types; NaN/inf become None."""
-    kind = type(value)  # the plain JSON types first: most values of a record are these
+    """Convert tuples, sets, paths and other objects to JSON types; NaN/inf become None.
+
+    A value that is JSON-safe already is returned as it is, not copied.
+    """
+    if _is_safe(value):
+        return value
+    kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
     if kind is float:
@@ -114,6 +119,20 @@ def json_safe(value: Any) -> Any:
     if kind is list:
         return [json_safe(v) for v in value]
     return _json_safe_other(value)
+
+
+def _is_safe(value: Any) -> bool:
+    """True when ``value`` is made of JSON types only (str keys, finite floats)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if kind is dict:
+        return all(type(k) is str and _is_safe(v) for k, v in value.items())
+    if kind is list:
+        return all(_is_safe(v) for v in value)
+    return False
 
 
 def _json_safe_other(value: Any) -> Any:
