@@ -19,12 +19,25 @@ VERIFY_KINDS = ("sql", "hybrid")
 
 
 class VerifyReporter:
-    """Keeps only one ground-truth kind, prints a line per case and the seed's summary."""
+    """Keeps only one ground-truth kind, prints a line per case and the seed's summary.
 
-    def __init__(self, item_kind: str) -> None:
+    Without ``--report DIR`` the session writes no report files: a verification never
+    replaces the results.json and report.html of an evaluation run (or adds to its
+    leaderboard.csv).
+    """
+
+    def __init__(self, item_kind: str, write_report: bool = False) -> None:
         self.item_kind = item_kind
+        self.write_report = write_report
         self.results: dict[str, bool] = {}
         self.warned: set[str] = set()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        """Tell the report session whether to write files (after the plugin made it)."""
+        session = config.pluginmanager.get_plugin("ragbench-session")
+        if session is not None:
+            session.write_files = self.write_report
 
     def pytest_collection_modifyitems(self, config: pytest.Config,
                                       items: list[pytest.Item]) -> None:
@@ -38,6 +51,8 @@ class VerifyReporter:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Remember the verdict of each item (a failed setup counts as a failure)."""
+        if getattr(report, "ragbench_check", None):  # a gate, not a verified case
+            return
         if report.when == "call" or report.outcome != "passed":
             previous = self.results.get(report.nodeid, True)
             self.results[report.nodeid] = previous and report.outcome == "passed"
@@ -65,10 +80,12 @@ class VerifyReporter:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    reporter = VerifyReporter(f"{args.kind}_ground_truth")
+    reporter = VerifyReporter(f"{args.kind}_ground_truth", write_report=bool(args.report))
     pytest_args = [*args.paths, "-p", "no:cacheprovider", "-q"]
     if args.db_url:
         pytest_args += ["--ragbench-db-url", args.db_url]
+    if args.report:
+        pytest_args.append(f"--ragbench-report={args.report}")
     pytest_args += args.pytest_args
     code = int(pytest.main(pytest_args, plugins=[reporter]))
     if not reporter.results:
@@ -90,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="case files or folders (default: ini ragbench_cases / testpaths)")
     verify.add_argument("--db-url", help="SQLAlchemy URL of the database (default: ini "
                                          "ragbench_db_url)")
+    verify.add_argument("--report", metavar="DIR",
+                        help="write the report files (results.json, items.jsonl, "
+                             "report.html, ...) to DIR; without it none are written")
     verify.add_argument("--pytest-args", nargs=argparse.REMAINDER, default=[],
                         help="further arguments passed to pytest")
     verify.set_defaults(func=_verify)

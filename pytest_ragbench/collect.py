@@ -112,6 +112,15 @@ class CaseFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield one item per case and item kind, and one failing item per bad record."""
+        from pytest_ragbench.cases.records import gc_paused
+
+        with gc_paused():  # see cases/records.py: millions of objects, no cycles
+            entries = self._entries()
+        for _, item in sorted(entries, key=lambda entry: entry[0]):
+            yield item
+
+    def _entries(self) -> list[tuple[int, pytest.Item]]:
+        """(line, item) for every item of the file."""
         from pytest_ragbench.cases.build import build_cases
         from pytest_ragbench.cases.loaders import read_case_file
         from pytest_ragbench.cases.model import Case
@@ -125,8 +134,8 @@ class CaseFile(pytest.File):
             result = build_cases(read_case_file(self.path))
         except CaseError as exc:
             # The whole file is unreadable: one failing item, and the session goes on.
-            yield InvalidCaseItem.create(self, _relocate(exc, shown), None, self.path.name)
-            return
+            return [(0, InvalidCaseItem.create(self, _relocate(exc, shown), None,
+                                               self.path.name))]
         settings = get_config(self.config)
         first_seen: dict[str, Case] = {}
         entries: list[tuple[int, pytest.Item]] = []
@@ -158,8 +167,18 @@ class CaseFile(pytest.File):
             entries.append((error.line or 0, InvalidCaseItem.create(
                 self, _relocate(error, shown), kinds[0].name if kinds else None,
                 entry.case_id)))
-        for _, item in sorted(entries, key=lambda entry: entry[0]):
-            yield item
+        return entries
+
+
+class NotImported(pytest.File):
+    """A case module whose name matches ``python_files``: pytest must not import it.
+
+    It is collected as cases by :class:`CaseFile`; this stands in for pytest's ``Module``.
+    """
+
+    def collect(self) -> Iterator[pytest.Item]:
+        """Nothing: the module is data."""
+        return iter(())
 
 
 def _relocate(error: CaseError, shown: str) -> CaseError:
@@ -221,7 +240,7 @@ class BeirQrels(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         """Yield the items in the order of the qrels file."""
         from pytest_ragbench.cases.model import BeirCase
-        from pytest_ragbench.formats.beir import QrelsLines, read_qrels, read_queries
+        from pytest_ragbench.formats.beir import QrelsLines, corpus_ids, read_qrels, read_queries
         from pytest_ragbench.items import CaseItem, InvalidCaseItem
         from pytest_ragbench.kinds import ITEM_KINDS
         from pytest_ragbench.plugin import get_config
@@ -235,9 +254,17 @@ class BeirQrels(pytest.File):
         try:
             queries = read_queries(folder / "queries.jsonl", errors)
             qrels, _ = read_qrels(self.path, errors, lines)
+            documents = corpus_ids(folder / "corpus.jsonl")
         except CaseError as exc:  # a file that cannot be read at all
-            yield InvalidCaseItem.create(self, exc, "beir", dataset)
+            yield InvalidCaseItem.create(self, _shown(exc, self.config), "beir", dataset)
             return
+        empty = _empty_part(folder, documents, queries, self.config)
+        if empty is not None:  # nothing can be retrieved or asked: one error, no items
+            yield InvalidCaseItem.create(self, empty, "beir", dataset)
+            return
+        missing = _missing_documents(qrels, documents, lines, shown)
+        if missing is not None:  # counted and reported; the queries still run
+            yield InvalidCaseItem.create(self, missing, "beir", f"{dataset}/missing-documents")
         attached = {id(e) for found in lines.errors.values() for e in found}
         for error in errors:
             if id(error) not in attached:
@@ -259,6 +286,34 @@ class BeirQrels(pytest.File):
                 yield CaseItem.create(self, case, kind, system)
             # --ragbench-robustness: robust[beir-<id>] (see pytest_ragbench/robust/collect.py)
             yield from robust_items(self, case, get_config(self.config), shown)
+
+
+def _empty_part(folder: Path, documents: set[str], queries: dict[str, str],
+                config: pytest.Config) -> CaseError | None:
+    """An error when the corpus or the query set holds nothing usable."""
+    for name, found in (("corpus.jsonl", documents), ("queries.jsonl", queries)):
+        if not found:
+            return CaseError("holds no usable entry ({\"_id\", \"text\"} per line): the "
+                             "dataset cannot be evaluated",
+                             file=display_path(folder / name, config))
+    return None
+
+
+def _missing_documents(qrels: dict[str, dict[str, int]], documents: set[str], lines: Any,
+                       shown: str) -> CaseError | None:
+    """One data error counting the judgments whose document is not in the corpus."""
+    missing = sorted((lines.judgment_line.get((query_id, doc_id), 0), query_id, doc_id)
+                     for query_id, judged in qrels.items() for doc_id in judged
+                     if doc_id not in documents)
+    if not missing:
+        return None
+    queries = len({query_id for _, query_id, _ in missing})
+    listed = ", ".join(f"line {n}: {q} -> {d}" for n, q, d in missing[:5])
+    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+    return CaseError(f"{len(missing)} judgment(s) of {queries} query(ies) name documents "
+                     f"missing from corpus.jsonl ({listed}{more}): those queries are scored "
+                     "as if the documents were never retrieved", file=shown,
+                     line=missing[0][0] or None, field="corpus-id")
 
 
 def _shown(error: CaseError, config: pytest.Config) -> CaseError:

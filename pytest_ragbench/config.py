@@ -58,12 +58,19 @@ class RagbenchConfig:
     qdrant_path: str | None = None
     collection: str | None = None
     max_docs: int | None = None
-    timeout_s: float = 60.0
-    retries: int = 4
     # seed 003's knobs (issue 20): None = every case / each kind's own answer cap
     limit: int | None = None
     max_tokens: int | None = None
     ragcsv_debug: bool = False
+    # -- bounds on outside calls (issue 17) --
+    timeout_s: float = 60.0      # one model / vector-database request
+    retries: int = 4             # its retries
+    sql_timeout_s: float = 30.0  # one SQL statement
+    # Judged metrics (issue 14): unscored limit and repeated judging.
+    max_unscored: float = 0.2
+    judge_samples: int = 1
+    judge_temperature: float | None = None  # None: 0 for one sample, 0.7 for more
+    inconclusive: str = "pass"
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -104,6 +111,13 @@ class RagbenchConfig:
             "max_docs": self.max_docs,
             "limit": self.limit,
             "max_tokens": self.max_tokens,
+            "timeout_s": self.timeout_s,
+            "retries": self.retries,
+            "sql_timeout_s": self.sql_timeout_s,
+            "max_unscored": self.max_unscored,
+            "judge_samples": self.judge_samples,
+            "judge_temperature": self.judge_temperature,
+            "inconclusive": self.inconclusive,
         }
 
 
@@ -124,6 +138,16 @@ def _int(name: str, raw: Any, minimum: int = 1) -> int:
         raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
     if number < minimum:
         raise ConfigError(f"{name} must be at least {minimum}, got {number}")
+    return number
+
+
+def _seconds(name: str, raw: Any) -> float:
+    try:
+        number = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not number > 0 or number == float("inf"):
+        raise ConfigError(f"{name} must be a positive number of seconds, got {raw!r}")
     return number
 
 
@@ -284,6 +308,10 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         max_tokens=_optional_int("--ragbench-max-tokens",
                                  env_setting(config, "ragbench_max_tokens")),
         ragcsv_debug=bool(env_setting(config, "ragcsv_debug")),
+        timeout_s=_seconds("--ragbench-timeout", options.value(config, "ragbench_timeout")),
+        retries=_int("--ragbench-retries", options.value(config, "ragbench_retries"), minimum=0),
+        sql_timeout_s=_seconds("ragbench_sql_timeout", config.getini("ragbench_sql_timeout")),
+        **_judging(config),
     )
 
 
@@ -303,3 +331,34 @@ def _qdrant_settings(config: pytest.Config) -> dict[str, Any]:
 
 def _optional_int(name: str, raw: Any) -> int | None:
     return None if raw in (None, "") else _int(name, raw)
+
+
+def _judging(config: pytest.Config) -> dict[str, Any]:
+    """The options of judged metrics (issue 14), checked."""
+    share = _float("--ragbench-max-unscored", options.value(config, "ragbench_max_unscored"))
+    if not 0.0 <= share <= 1.0:
+        raise ConfigError(f"--ragbench-max-unscored must be a share from 0 to 1, got {share:g}")
+    raw_temperature = options.value(config, "ragbench_judge_temperature")
+    temperature = None
+    if raw_temperature not in (None, ""):
+        temperature = _float("--ragbench-judge-temperature", raw_temperature)
+        if temperature < 0:
+            raise ConfigError(f"--ragbench-judge-temperature must be at least 0, "
+                              f"got {temperature:g}")
+    policy = str(options.value(config, "ragbench_inconclusive") or "pass")
+    if policy not in ("pass", "fail"):
+        raise ConfigError(f"--ragbench-inconclusive must be 'pass' or 'fail', got {policy!r}")
+    return {"max_unscored": share,
+            "judge_samples": _int("--ragbench-judge-samples",
+                                  options.value(config, "ragbench_judge_samples")),
+            "judge_temperature": temperature, "inconclusive": policy}
+
+
+def _float(name: str, raw: Any) -> float:
+    try:
+        number = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+    if number != number:  # NaN
+        raise ConfigError(f"{name} must be a number, got {raw!r}")
+    return number

@@ -2,7 +2,23 @@
 
 from __future__ import annotations
 
+import reprlib
 from pathlib import Path
+from typing import Any
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 2, 40, 40
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 4
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """A ``repr`` for error messages, bounded *while* it is made: a huge value costs nothing.
+
+    (``repr(value)[:limit]`` would first format all of it: an alias-expanded YAML value
+    holds billions of items.)
+    """
+    text = _SHORT.repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class RagbenchError(Exception):
@@ -59,3 +75,16 @@ class ConfigError(RagbenchError):
 
 class ModelCallError(RagbenchError):
     """A model call (generator, judge, embedder) failed after its retries."""
+
+
+class UnusableReply(ModelCallError):
+    """The model answered, but not with what was asked for (never cached).
+
+    ``reply`` is the reply's text; ``generation`` the answered call (usage and latency),
+    so that callers can count a call the server did answer.
+    """
+
+    def __init__(self, message: str, *, reply: str, generation: object = None) -> None:
+        super().__init__(message)
+        self.reply = reply
+        self.generation = generation

@@ -41,7 +41,7 @@ def ragbench_db(ragbench_config: RagbenchConfig) -> Iterator[Any]:
     from pytest_ragbench.sql.engine import DatabaseError, open_read_only
 
     try:
-        engine = open_read_only(ragbench_config.db_url)
+        engine = open_read_only(ragbench_config.db_url, ragbench_config.sql_timeout_s)
     except DatabaseError as exc:
         yield DatabaseUnavailable(str(exc))
         return
@@ -74,7 +74,8 @@ class Databases:
                 except ConfigError as exc:
                     raise DatabaseError(str(exc)) from None
                 try:
-                    self._engines[name] = open_read_only(url or "")
+                    self._engines[name] = open_read_only(url or "",
+                                                         self._config.sql_timeout_s)
                 except DatabaseError as exc:
                     self._engines[name] = DatabaseUnavailable(str(exc))
             engine = self._engines[name]

@@ -6,12 +6,13 @@ user's conftest.py), ``-k``/``-m``, ``--lf`` and IDE runners work with public AP
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -45,6 +46,10 @@ class RunContext:
     system_name: str | None = None
     nodeid: str = ""
     request: pytest.FixtureRequest | None = None
+    # What the system answered (system/trace.py) and the service time of each call.
+    traces: list[dict[str, Any]] = field(default_factory=list)
+    service_s: list[float] = field(default_factory=list)
+    latency_s: list[float] = field(default_factory=list)  # as the system reported them
 
     def fixture(self, name: str) -> Any:
         """Return a fixture value: one the item kind requested, else looked up now."""
@@ -68,19 +73,45 @@ class RunContext:
     def system(self) -> Any:
         """The system under test: ``ragbench_system``, or the named one of --ragbench-systems."""
         if self.system_name is None:
-            return self.fixture("ragbench_system")
+            system = self.fixture("ragbench_system")
+            if self.request is not None:  # an overridden fixture names no component itself
+                from pytest_ragbench.report.components import name_component
+
+                name_component(self.request.config, "system", system)
+            return system
         return self.fixture("ragbench_named_systems").get(self.system_name)
 
     def answer(self, question: str, history: tuple[Any, ...] | list[Any] = ()) -> Any:
-        """Ask the system under test (or this item's named system), prefetched when it was."""
+        """Ask the system under test (or this item's named system), prefetched when it was.
+
+        The call is timed (the system's service time, not the wait for a prefetch slot)
+        and what came back is kept for the report's drill-down.
+        """
         from pytest_ragbench.system.protocols import AnswerRequest
+        from pytest_ragbench.system.trace import MAX_TRACES, answer_trace
 
         system = self.system()
-        if self.request is not None:
-            prefetch = self.fixture("ragbench_prefetch")
-            return prefetch.answer(self.nodeid, system,
-                                   AnswerRequest(question, tuple(history)))
-        return system.answer(question, list(history) or None)
+        prefetch: Any = self.fixture("ragbench_prefetch") if self.request is not None else None
+        request = AnswerRequest(question, tuple(history))
+        seconds: float | None
+        if hasattr(prefetch, "timed_answer"):
+            answer, seconds = prefetch.timed_answer(self.nodeid, system, request)
+        elif prefetch is not None:  # an overridden prefetcher: its answers are not timed
+            answer, seconds = prefetch.answer(self.nodeid, system, request), None
+        else:
+            start = time.perf_counter()
+            answer = system.answer(question, list(history) or None)
+            seconds = time.perf_counter() - start
+        if seconds is not None:
+            self.service_s.append(seconds)
+        reported = getattr(answer, "latency_s", None)
+        if isinstance(reported, int | float) and not isinstance(reported, bool) and reported > 0:
+            self.latency_s.append(float(reported))
+        if len(self.traces) < MAX_TRACES:
+            # an odd answer object: the kind reports on it, the trace is left out
+            with contextlib.suppress(Exception):
+                self.traces.append(answer_trace(question, answer, seconds, history))
+        return answer
 
 
 # Kinds that evaluate a component the named systems do not vary are collected once, not
@@ -156,6 +187,21 @@ def _signature(names: tuple[str, ...]) -> Callable[..., None]:
     return case_item
 
 
+# Items of one file asking for the same fixtures share their test function and fixture
+# closure, as pytest's own parametrized functions do: working out the closure again for
+# each of 100,000 cases took half of collection.
+_SHARED_FIXTURE_INFO = pytest.StashKey[dict[tuple[str, ...], tuple[Callable[..., None], Any]]]()
+
+
+_CATEGORY_MARKERS = pytest.StashKey[set[str]]()
+
+
+@functools.lru_cache(maxsize=256)
+def _mark(name: str) -> pytest.MarkDecorator:
+    """``pytest.mark.<name>``, made once per name (not once per item)."""
+    return getattr(pytest.mark, name)
+
+
 def _restructure_id(item: pytest.Item) -> None:
     """Give a ``kind[id]`` item the structured id pytest gives parametrized tests.
 
@@ -205,8 +251,6 @@ def add_ragbench_marker(item: pytest.Item, parent: pytest.Collector) -> None:
 
 
 _MARKED = pytest.StashKey[bool]()
-_FIXTURE_INFO = pytest.StashKey[dict[tuple[str, ...], Any]]()
-_CATEGORY_MARKERS = pytest.StashKey[set[str]]()
 
 
 class CaseItem(pytest.Function):
@@ -229,16 +273,16 @@ class CaseItem(pytest.Function):
             case_label = f"{case.kind}-{case.id}"
         label = f"{system}-{case_label}" if system else case_label
         names = item_fixtures(item_kind, system)
-        # The items of one file that request the same fixtures share their FuncFixtureInfo,
-        # as the items of one parametrized test do: the closure is computed once, not per item.
-        shared = parent.stash.setdefault(_FIXTURE_INFO, {})
-        item = cls.from_parent(parent, name=f"{item_kind.name}[{label}]",
-                               callobj=_signature(names), fixtureinfo=shared.get(names),
-                               case=case, item_kind=item_kind, system=system)
-        shared.setdefault(names, getattr(item, "_fixtureinfo", None))
+        shared = parent.stash.setdefault(_SHARED_FIXTURE_INFO, {})
+        callobj, fixtureinfo = shared.get(names) or (_signature(names), None)
+        item = cls.from_parent(parent, name=f"{item_kind.name}[{label}]", callobj=callobj,
+                               fixtureinfo=fixtureinfo, case=case, item_kind=item_kind,
+                               system=system)
+        if fixtureinfo is None:
+            shared[names] = (callobj, getattr(item, "_fixtureinfo", None))
         _restructure_id(item)
         add_ragbench_marker(item, parent)
-        item.add_marker(item_kind.name)
+        item.add_marker(_mark(item_kind.name))
         asks = "ragbench_system" in item_kind.fixtures
         request = answer_request(case) if asks else None
         if request is not None:
@@ -251,7 +295,7 @@ class CaseItem(pytest.Function):
             if category not in registered:
                 registered.add(category)
                 parent.config.addinivalue_line("markers", f"{category}: ragbench case category")
-            item.add_marker(category)
+            item.add_marker(_mark(category))
         return item
 
     # -- running ------------------------------------------------------------------------
@@ -279,13 +323,17 @@ class CaseItem(pytest.Function):
         try:
             outcome: Outcome = self.item_kind.load_runner()(self.case, context)
         except RagbenchError as exc:
-            self.record = self._record("error", time.perf_counter() - start, error=str(exc))
+            self.record = self._record("error", time.perf_counter() - start, error=str(exc),
+                                       context=context)
             raise CaseFailed(self._evidence_text(str(exc), {})) from None
         limits = thresholds_mod.for_metrics(limits, [*outcome.metrics, *outcome.unscored])
-        failures = outcome.errors + thresholds_mod.failures(outcome.metrics, limits)
+        outcome = _settle_inconclusive(outcome, limits, config.inconclusive)
+        checked = {m: v for m, v in outcome.metrics.items()
+                   if m not in outcome.judge.get("inconclusive", {})}
+        failures = outcome.errors + thresholds_mod.failures(checked, limits)
         status = "failed" if failures else ("warning" if outcome.warnings else "passed")
         self.record = self._record(status, time.perf_counter() - start, outcome=outcome,
-                                   failures=failures, limits=limits)
+                                   failures=failures, limits=limits, context=context)
         if failures:
             lines = [outcome.summary] if outcome.summary else []
             raise CaseFailed(self._evidence_text("\n".join(lines + failures), outcome.evidence))
@@ -298,7 +346,7 @@ class CaseItem(pytest.Function):
 
     def _record(self, status: str, duration: float, *, outcome: Outcome | None = None,
                 failures: list[str] | None = None, limits: dict[str, float] | None = None,
-                error: str | None = None) -> ItemRecord:
+                error: str | None = None, context: RunContext | None = None) -> ItemRecord:
         outcome = outcome or Outcome()
         fields = self.case.breakdown_fields()
         from pytest_ragbench.plugin import get_config
@@ -306,6 +354,14 @@ class CaseItem(pytest.Function):
         cluster = self.case.cluster_value(get_config(self.config).cluster_by)
         if cluster is not None:  # the report resamples items by cluster
             fields = {**fields, "cluster": cluster}
+        usage = dict(outcome.usage)
+        flat = any(key in usage for key in ("calls", "latency_s"))  # one role, unnamed
+        if context is not None and context.service_s and not flat:
+            # The plugin's own clock around each system call, beside the system's latency_s.
+            system = dict(usage.get("system") or {"calls": len(context.service_s),
+                                                  "latency_s": list(context.latency_s)})
+            system["service_s"] = list(context.service_s)
+            usage["system"] = system
         return ItemRecord(
             nodeid=self.nodeid, kind=self.item_kind.name, case_kind=self.case.kind,
             case_id=self.case.id, file=self.location[0], line=self.case.line, status=status,
@@ -314,8 +370,10 @@ class CaseItem(pytest.Function):
             unscored=dict(outcome.unscored), thresholds=dict(limits or {}),
             failures=list(failures or []), warnings=list(outcome.warnings),
             duration=duration, error=error, evidence=dict(outcome.evidence),
-            usage=dict(outcome.usage), human=dict(self.case.human),
-            system_independent=outcome.system_independent,
+            usage=usage, human=dict(self.case.human),
+            system_independent=outcome.system_independent, judge=dict(outcome.judge),
+            answers=list(context.traces) if context is not None else [],
+            summary=outcome.summary,
         )
 
     def record_for_report(self, status: str, message: str | None) -> ItemRecord:
@@ -353,6 +411,28 @@ class CaseItem(pytest.Function):
         """Point IDEs at the case's own line (``sql: x``, or ``sql[bm25]: x`` for a system)."""
         system = f"[{self.system_name}]" if self.system_name else ""
         return self.path, self.case.line - 1, f"{self.item_kind.name}{system}: {self.case.id}"
+
+
+def _settle_inconclusive(outcome: Outcome, limits: dict[str, float], policy: str) -> Outcome:
+    """Mark judged metrics whose threshold lies in their judge interval (N >= 3 samples).
+
+    Such a metric's threshold is not applied: the item passes with a warning, or with
+    ``--ragbench-inconclusive=fail`` fails with the interval.
+    """
+    if not outcome.judge or not limits:
+        return outcome
+    import dataclasses
+
+    from pytest_ragbench.metrics.repeated import inconclusive
+
+    found = inconclusive(outcome.judge, limits, thresholds_mod.LOWER_IS_BETTER)
+    if not found:
+        return outcome
+    judge = {**outcome.judge, "inconclusive": found}
+    lines = list(found.values())
+    if policy == "fail":
+        return dataclasses.replace(outcome, judge=judge, errors=[*outcome.errors, *lines])
+    return dataclasses.replace(outcome, judge=judge, warnings=[*outcome.warnings, *lines])
 
 
 class InvalidCaseItem(pytest.Item):

@@ -77,6 +77,22 @@ OPTIONS: tuple[Option, ...] = (
            "(env RAGCSV_LIMIT)"),
     Option("--ragbench-max-tokens", "the generator's answer cap in tokens (default 128; 512 "
            "for RAGCSV rows; env RAGCSV_MAX_TOKENS)"),
+    # -- bounds on outside calls (issue 17) --
+    Option("--ragbench-timeout", "seconds one model or vector-database request may take "
+           "before it is retried (default 60)", default="60"),
+    Option("--ragbench-retries", "retries of a failed or timed-out model or vector-database "
+           "request (default 4). Worst case per call: (retries + 1) x timeout plus the "
+           "backoff between tries (at most 20 s each): with the defaults 5 x 60 s + 7.5 s = "
+           "307.5 s", default="4"),
+    # Judged metrics you can trust (issue 14): unscored limit, repeated judging.
+    Option("--ragbench-max-unscored", "with a judge, fail the session when a judged metric "
+           "has more than this share of its items unscored (default 0.2)", default="0.2"),
+    Option("--ragbench-judge-samples", "ask the judge N times per item with distinct seeds; "
+           "the item's score is the mean (default 1)", default="1"),
+    Option("--ragbench-judge-temperature", "judge temperature (default 0 for one sample, "
+           "0.7 for more)"),
+    Option("--ragbench-inconclusive", "an item whose threshold lies inside its own judge "
+           "interval (3+ samples): 'pass' with a warning (default) or 'fail'", default="pass"),
 )
 
 # Ini-only keys (no flag).
@@ -90,6 +106,9 @@ INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
      "(fails under --ragbench-gate ci-lower; default 5)", "string", "5"),
     ("ragbench_cluster_by", "a case field whose values group items that are not "
      "independent (default: the case field 'cluster')", "string", ""),
+    # -- bounds on outside calls (issue 17) --
+    ("ragbench_sql_timeout", "seconds one SQL statement (and connecting) may take before it "
+     "is stopped and its item fails (default 30)", "string", "30"),
 )
 
 

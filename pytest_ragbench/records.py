@@ -29,6 +29,8 @@ class Outcome:
     # The answer did not depend on the system under test (ragbench_llm answered for a
     # system without answer_from): the item takes no part in comparisons of systems.
     system_independent: bool = False
+    # What the judge scored: judged metric names, every sample, settings (metrics/repeated.py).
+    judge: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,12 @@ class ItemRecord:
     # The case's human labels per metric (judge calibration, report/calibration.py).
     human: dict[str, float] = field(default_factory=dict)
     system_independent: bool = False  # see Outcome.system_independent
+    # Judged metrics, their samples and inconclusive verdicts (metrics/repeated.py).
+    judge: dict[str, Any] = field(default_factory=dict)
+    # What the system answered, one trace per call (system/trace.py), for the drill-down.
+    answers: list[dict[str, Any]] = field(default_factory=list)
+    # The kind's one line on what went wrong (Outcome.summary), shown first in the report.
+    summary: str | None = None
 
     @property
     def passed(self) -> bool:

@@ -93,3 +93,26 @@ def test_bundled_cases_have_readable_ids_and_pass_under_k(tmp_path: Path) -> Non
     assert "test_cases/nba_sql.yaml::sql_ground_truth[lakers_avg_fg_pct]" in result.stdout
     passed = [line for line in result.stdout.splitlines() if line.startswith("PASSED")]
     assert len(passed) >= 30
+
+
+def test_verify_writes_no_report_unless_asked(project: Path) -> None:
+    """An evaluation run's report is never replaced (or its leaderboard appended)."""
+    report = project / ".ragbench"
+    report.mkdir()
+    for name in ("results.json", "report.html", "leaderboard.csv"):
+        (report / name).write_text(f"{name} of the evaluation run")
+    result = _run(project, "verify", "sql")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in ("results.json", "report.html", "leaderboard.csv"):
+        assert (report / name).read_text() == f"{name} of the evaluation run"
+    assert sorted(p.name for p in report.iterdir()) == ["leaderboard.csv", "report.html",
+                                                        "results.json"]
+
+
+def test_verify_writes_its_report_where_asked(project: Path) -> None:
+    result = _run(project, "verify", "sql", "--report", "verify-report")
+    assert result.returncode == 0, result.stdout + result.stderr
+    folder = project / "verify-report"
+    assert {"results.json", "items.jsonl", "report.html"} <= {p.name for p in folder.iterdir()}
+    assert not (project / ".ragbench").exists()
+    assert "2/2 passed, 100.0% success rate" in result.stdout

@@ -110,3 +110,46 @@ def test_an_out_of_range_index_is_one_clear_error(project: pytest.Pytester) -> N
     output = result.stdout.str()
     assert "memory.yaml:" in output and "expected" in output and "7" in output
     assert "INTERNALERROR" not in output
+
+
+def test_the_judge_rates_each_retrieved_memory(project: pytest.Pytester) -> None:
+    """Seed 004's LLM-as-judge relevance: 0-10 per retrieved memory, reported /10."""
+    from pytest_ragbench.system.loopback import LoopbackServer
+    from tests.scripted_judge import ScriptedJudge
+
+    def grade(prompt: str) -> int:
+        memory = prompt.split("Retrieved Memory: ", 1)[1].split("\n", 1)[0]
+        return 9 if any(w in memory for w in ("costs", "Waste", "Accidents")) else 1
+
+    with LoopbackServer(ScriptedJudge(grade=grade), formats=("json_object",),
+                        reject_status=500) as judge:
+        result = project.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider",
+                                              "--ragbench-judge-url", judge.url)
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.OK
+    items = {item["case_id"]: item for item in map(
+        json.loads, (project.path / ".ragbench" / "items.jsonl").read_text().splitlines())}
+    assert items["economics"]["metrics"]["judge_relevance"] == pytest.approx(0.9)
+    assert items["economics"]["evidence"]["judge relevance"] == "[1] 9 /10\n[2] 9 /10"
+    assert items["only_the_opponent"]["metrics"]["judge_relevance"] == pytest.approx(0.9)
+    assert items["economics"]["judge"]["structured_output"] == "json_object"
+    # nothing retrieved: nothing to rate, and the judge was not asked
+    assert items["nothing_relevant"]["unscored"]["judge_relevance"] == "nothing was retrieved"
+    assert items["nothing_relevant"]["judge"]["metrics"] == []
+    prompts = [r["messages"][-1]["content"] for r in judge.requests
+               if r.get("response_format", {}).get("type") == "json_object"]
+    assert len(prompts) == 4  # two memories for each of two scenarios
+    assert all("Is this memory relevant to answering the query?" in p for p in prompts)
+    results = json.loads((project.path / ".ragbench" / "results.json").read_text())
+    entry = results["judge"]["metrics"]["memory"]["judge_relevance"]
+    assert (entry["n_items"], entry["n_scored"], entry["n_unscored"]) == (2, 2, 0)
+    assert results["usage"]["judge"]["calls"] == 4
+
+
+def test_without_a_judge_judge_relevance_is_unscored(project: pytest.Pytester) -> None:
+    result = project.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider",
+                                          "-k", "economics")
+    result.assert_outcomes(passed=1)
+    item = json.loads((project.path / ".ragbench" / "items.jsonl").read_text())
+    assert item["unscored"]["judge_relevance"] == "no judge configured"
+    assert item["judge"] == {}

@@ -166,7 +166,9 @@ def test_missing_answers_and_contexts_are_supplied_and_unjudged_metrics_unscored
     assert items["given"]["metrics"]["lexical_context_recall"] == pytest.approx(4 / 5)
     results = json.loads((project.path / ".ragbench" / "results.json").read_text())
     faithfulness = results["metrics"]["ragas"]["faithfulness"]
-    assert faithfulness["n"] == 0 and faithfulness["n_unscored"] == 4
+    # four items without a judge, and the malformed line's item: "item error"
+    assert faithfulness["n"] == 0 and faithfulness["n_unscored"] == 5
+    assert faithfulness["unscored_reasons"]["item error"] == 1
     assert results["metrics"]["ragas"]["semantic_similarity"]["n"] == 4
     assert "no judge configured" in result.stdout.str()
     assert set(results["breakdowns"]["ragas"]) >= {"doc_type", "question_type", "difficulty"}
@@ -204,6 +206,44 @@ def test_a_judged_run_through_the_loopback_judge_is_cached(
     results = json.loads((project.path / ".ragbench" / "results.json").read_text())
     assert results["metrics"]["ragas"]["faithfulness"]["n"] == 3
     assert results["usage"]["judge"]["cache_hits"] == results["usage"]["judge"]["calls"]
+    judged = results["judge"]["metrics"]["ragas"]
+    assert set(judged) == {"faithfulness", "answer_relevancy", "context_precision",
+                           "context_recall"}
+    assert all(e["n_items"] == 3 and e["n_unscored"] == 0 for e in judged.values())
+    assert results["judge"]["failures"] == [] and results["failures"] == []
+    assert items["given"]["judge"]["samples"]["faithfulness"] == [0.5]
+    second.stdout.fnmatch_lines(["judged metrics (unscored limit 0.2):",
+                                 "ragas.faithfulness * 3 * 3 * 0 * 0.0% * -"],
+                                consecutive=False)
+    # A second sample at the same temperature asks only for itself.
+    third = project.runpytest_subprocess(*args, "--ragbench-judge-samples", "2",
+                                         "--ragbench-judge-temperature", "0")
+    third.assert_outcomes(passed=3)
+    new = judge_server.requests[requests:]
+    assert new and {r["seed"] for r in new} == {1}
+    given = _items(project)["given"]
+    assert given["judge"]["samples"]["faithfulness"] == [0.5, 0.5]
+    assert "faithfulness: 0.5, 0.5 (mean 0.5, sd 0)" in given["evidence"]["judge samples"]
+
+
+def test_a_judge_whose_every_reply_is_unusable_fails_the_session(
+        pytester: pytest.Pytester) -> None:
+    project = _project(pytester, [GIVEN, CONTEXTS_ONLY])
+    broken = dict.fromkeys(("StatementGeneratorOutput", "AnswerRelevanceOutput",
+                            "ContextPrecisionOutput", "ContextRecallOutput"), "text")
+    with LoopbackServer(ScriptedJudge(broken=broken)) as server:
+        result = project.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider",
+                                              "--ragbench-judge-url", server.url)
+    result.assert_outcomes(passed=2)  # the judge-free metrics still score every item
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    for metric in ("answer_relevancy", "context_precision", "context_recall", "faithfulness"):
+        result.stdout.fnmatch_lines([
+            f"FAILED judged metric ragas.{metric}: 2/2 items unscored (100.0%), more than "
+            "--ragbench-max-unscored 0.2; most common (2): judge call to model 'default': "
+            "reply is not one JSON object: 'I am sorry, I cannot grade this.'"])
+    given = _items(project)["given"]
+    assert given["metrics"]["token_f1"] > 0 and "faithfulness" in given["unscored"]
+    assert given["usage"]["judge"]["calls"] >= 4  # answered, counted, though unusable
 
 
 def test_an_exported_dataset_is_read_unchanged(pytester: pytest.Pytester) -> None:

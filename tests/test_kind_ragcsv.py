@@ -17,23 +17,23 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.kinds.ragcsv import answer_messages, parse_grade
+from pytest_ragbench.kinds.ragcsv import answer_messages
 from pytest_ragbench.system.loopback import LoopbackServer
-from tests.helpers import failure_section
+from tests.helpers import XDIST_MODES, failure_section
 
 SYSTEM = "You are a helpful assistant. Answer the question based only on the provided documents."
 # (expected answer, fragment title, fragment text, question, scripted answer, scripted grade)
 ROWS = [
     ("Paris", "France", "Paris is the capital of France.", "What is the capital of France?",
-     "The capital is Paris.", "95"),
+     "The capital is Paris.", '{"score": 95}'),
     ("Berlin", "Germany", "Berlin is the capital of Germany.", "What is the capital of Germany?",
-     "The capital is Bonn.", "Score: 60"),
+     "The capital is Bonn.", '{"score": 60}'),
     ("Rome", "Italy", "Rome is the capital of Italy.", "What is the capital of Italy?",
      "The capital is Rome.", "I cannot grade this."),
     ("Madrid", "Spain", "Madrid is the capital of Spain.", "What is the capital of Spain?",
-     "The capital is Madrid.", "85/100"),
+     "The capital is Madrid.", '{"score": 85}'),
     ("Lisbon", "Portugal", "Lisbon is the capital of Portugal.",
-     "What is the capital of Portugal?", "The capital is Lisbon.", "150"),
+     "What is the capital of Portugal?", "The capital is Lisbon.", '{"score": 150}'),
 ]
 
 
@@ -99,11 +99,14 @@ def test_judge_grades_rows_answered_concurrently(pytester: pytest.Pytester,
                 if item["status"] != "error"}
     assert accuracy == {"capitals:1": 95.0, "capitals:2": 60.0, "capitals:4": None,
                         "capitals:5": 85.0, "capitals:6": None}
-    assert "not a grade from 0 to 100: 'I cannot grade this.'" in \
-        items["capitals:4"]["unscored"]["accuracy"]
-    assert "'150'" in items["capitals:6"]["unscored"]["accuracy"]  # out of range
+    assert items["capitals:4"]["unscored"]["accuracy"] == (
+        "the judge's reply is not a grade from 0 to 100 ({\"score\": <integer>}): "
+        "'I cannot grade this.'")
+    assert "'{\"score\": 150}'" in items["capitals:6"]["unscored"]["accuracy"]  # off the scale
     assert items["capitals:1"]["evidence"]["accuracy_method"] == "judge grade 0-100"
-    assert items["capitals:1"]["evidence"]["judge_reply"] == "95"
+    assert items["capitals:1"]["evidence"]["judge_reply"] == '{"score": 95}'
+    assert items["capitals:1"]["judge"]["samples"] == {"accuracy": [95.0]}
+    assert items["capitals:1"]["judge"]["structured_output"] == "json_schema"
     assert all(items[c]["metrics"]["total_time_ms"] >= 300.0 for c in
                ("capitals:1", "capitals:2", "capitals:4"))  # generator latency 0.3 s + judge
     assert items["capitals:1"]["usage"]["judge"]["calls"] == 1
@@ -126,6 +129,9 @@ def test_judge_grades_rows_answered_concurrently(pytester: pytest.Pytester,
     assert paris["temperature"] == 0.0 and paris["max_tokens"] == 512
     graded = next(b for b in judge.requests if "Paris" in _question(b))
     assert graded["temperature"] == 0.0 and graded["max_tokens"] == 16
+    assert graded["response_format"]["json_schema"]["schema"]["properties"]["score"] == {
+        "type": "integer", "minimum": 0, "maximum": 100, "enum": list(range(101))}
+    assert '{"score": <integer from 0 to 100>}' in graded["messages"][0]["content"]
     assert _question(graded) == ("Expected answer: Paris\n\nActual answer: The capital is "
                                  "Paris.\n\nAccuracy score (0-100):")
 
@@ -153,9 +159,14 @@ def test_judge_grades_rows_answered_concurrently(pytester: pytest.Pytester,
         "  max:  *ms",
         "  avg:  *ms",
     ])
-    for reply in ("'I cannot grade this.'", "'150'"):
-        assert ("ragcsv.accuracy: 1 unscored: the judge's reply is not a grade from 0 to 100: "
-                + reply) in output
+    for reply in ("'I cannot grade this.'", """'{"score": 150}'"""):
+        assert ("ragcsv.accuracy: 1 unscored: the judge's reply is not a grade from 0 to 100 "
+                '({"score": <integer>}): ' + reply) in output
+    # 2 of 5 graded rows unscored: more than the default limit of 0.2 fails the session
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "FAILED judged metric ragcsv.accuracy: 2/5 items unscored (40.0%), more than "
+        "--ragbench-max-unscored 0.2; most common (2): the judge's reply is not a grade *"])
 
 
 def test_the_same_grades_under_xdist(pytester: pytest.Pytester, generator: LoopbackServer,
@@ -216,15 +227,6 @@ def test_ragcsv_files_are_collected_only_with_ragbench(pytester: pytest.Pytester
     assert "other" not in result.stdout.str()
 
 
-@pytest.mark.parametrize(("reply", "grade"), [
-    ("85", 85.0), ("Score: 60", 60.0), ("85/100", 85.0), ("72.5%", 72.5), ("0", 0.0),
-    ("100", 100.0), (" 90\n", 90.0), ("150", None), ("-5", None), ("I cannot tell", None),
-    ("", None), ("ninety", None),
-])
-def test_grades_are_parsed_from_the_judges_reply(reply: str, grade: float | None) -> None:
-    assert parse_grade(reply) == grade
-
-
 def test_the_prompt_has_one_message_per_fragment() -> None:
     from pytest_ragbench.cases.model import RagcsvCase, RagcsvFragment
 
@@ -236,3 +238,120 @@ def test_the_prompt_has_one_message_per_fragment() -> None:
         {"role": "user", "content": "Document: T1\none"},
         {"role": "user", "content": "Document: \ntwo"},
         {"role": "user", "content": "Q?"}]
+
+
+def _answers() -> LoopbackServer:
+    answers = {row[3]: row[4] for row in ROWS}
+    return LoopbackServer(lambda body: answers.get(_question(body), "no idea"))
+
+
+def _actual(body: dict[str, Any]) -> str:
+    return _question(body).split("Actual answer: ", 1)[1].split("\n\n", 1)[0]
+
+
+@pytest.mark.parametrize("flags", XDIST_MODES)
+def test_a_judge_whose_every_reply_is_unusable_fails_the_session(
+        pytester: pytest.Pytester, flags: tuple[str, ...]) -> None:
+    (pytester.mkdir("test_cases") / "capitals.ragcsv.csv").write_text(ragcsv_text(ROWS[:4]))
+    with _answers() as generator, \
+            LoopbackServer("Sure! I would rate this answer highly.") as judge:
+        result = pytester.runpytest_subprocess(
+            "--ragbench", "-q", "-p", "no:cacheprovider", "--ragbench-llm-url", generator.url,
+            "--ragbench-judge-url", judge.url, *flags)
+    result.assert_outcomes(passed=4)  # no item threshold: the session fails, not the rows
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "judged metrics (unscored limit 0.2):",
+        "judged metric    items  scored  unscored  share   most common reason",
+        "ragcsv.accuracy  4      0       4         100.0%  the judge's reply is not a grade*",
+        "FAILED judged metric ragcsv.accuracy: 4/4 items unscored (100.0%), more than "
+        "--ragbench-max-unscored 0.2; most common (4): the judge's reply is not a grade from "
+        "0 to 100 ({\"score\": <integer>}): 'Sure! I would rate this answer highly.'"],
+        consecutive=False)
+    items = _items(pytester.path)
+    for item in items.values():  # the answers, their time and the judge's calls are kept
+        assert item["evidence"]["got"].startswith("The capital is")
+        assert item["metrics"]["total_time_ms"] >= 0.0
+        assert item["usage"]["judge"]["calls"] == 1  # answered, though unusable
+    results = json.loads((pytester.path / ".ragbench" / "results.json").read_text())
+    entry = results["judge"]["metrics"]["ragcsv"]["accuracy"]
+    assert (entry["n_items"], entry["n_unscored"], entry["over_limit"]) == (4, 4, True)
+    assert results["usage"]["judge"]["calls"] == 4
+    assert results["failures"] == results["judge"]["failures"]
+
+
+def test_a_refusing_judge_leaves_accuracy_unscored_and_keeps_the_row(
+        pytester: pytest.Pytester) -> None:
+    (pytester.mkdir("test_cases") / "capitals.ragcsv.csv").write_text(ragcsv_text(ROWS[:2]))
+    with _answers() as generator, LoopbackServer('{"score": 90}') as judge:
+        judge.fail("401", "401")  # refused, not retried
+        result = pytester.runpytest_subprocess(
+            "--ragbench", "-q", "-p", "no:cacheprovider", "--ragbench-llm-url", generator.url,
+            "--ragbench-judge-url", judge.url, "--ragbench-max-unscored=1")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK  # the limit allows every item unscored
+    items = _items(pytester.path)
+    for item in items.values():
+        assert "HTTP 401" in item["unscored"]["accuracy"]
+        assert item["evidence"]["got"].startswith("The capital is")
+        assert "total_time_ms" in item["metrics"]
+        assert item["usage"]["judge"]["calls"] == 0  # nothing answered
+
+
+def test_repeated_grades_are_averaged_and_an_undecided_row_is_inconclusive(
+        pytester: pytest.Pytester) -> None:
+    # Grades by seed (sample) for each row's answer; threshold 75.
+    by_answer = {"The capital is Paris.": (70, 75, 80, 85),  # interval holds 75
+                 "The capital is Bonn.": (95, 96, 97, 95),  # clearly above
+                 "The capital is Rome.": (10, 12, 14, 10),  # clearly below
+                 "The capital is Madrid.": (60, 90, 90, 90)}  # wide, holds 75
+
+    def grade(body: dict[str, Any]) -> str:
+        return json.dumps({"score": by_answer[_actual(body)][body["seed"]]})
+
+    cases = pytester.mkdir("test_cases")
+    (cases / "capitals.ragcsv.csv").write_text(ragcsv_text(ROWS[:4]))
+    (cases / "ragbench.toml").write_text('[thresholds]\n"ragcsv.accuracy" = 75\n')
+    with _answers() as generator, LoopbackServer(grade) as judge:
+        args = ("--ragbench", "-q", "-p", "no:cacheprovider", "--ragbench-llm-url",
+                generator.url, "--ragbench-judge-url", judge.url)
+        result = pytester.runpytest_subprocess(*args, "--ragbench-judge-samples", "3")
+        result.assert_outcomes(passed=3, failed=1, warnings=2)
+        asked = len(judge.requests)
+        assert asked == 12 and sorted({r["seed"] for r in judge.requests}) == [0, 1, 2]
+        assert {r["temperature"] for r in judge.requests} == {0.7}
+        items = _items(pytester.path)
+        paris, bonn, rome, madrid = (items[f"capitals:{n}"] for n in (1, 2, 3, 4))
+        assert paris["metrics"]["accuracy"] == 75.0 and paris["status"] == "warning"
+        assert paris["judge"]["samples"] == {"accuracy": [70.0, 75.0, 80.0]}
+        assert "accuracy: inconclusive, threshold >= 75 lies inside the judge interval" in \
+            paris["warnings"][0]
+        assert paris["evidence"]["judge_reply"] == ['{"score": 70}', '{"score": 75}',
+                                                    '{"score": 80}']
+        assert paris["evidence"]["judge samples"] == "accuracy: 70, 75, 80 (mean 75, sd 5)"
+        assert bonn["status"] == "passed" and bonn["metrics"]["accuracy"] == 96.0
+        assert rome["status"] == "failed" and madrid["status"] == "warning"
+        results = json.loads((pytester.path / ".ragbench" / "results.json").read_text())
+        entry = results["judge"]["metrics"]["ragcsv"]["accuracy"]
+        assert entry["n_samples"] == 3 and entry["n_inconclusive"] == 2
+        assert entry["within_item_sd"] == pytest.approx((5 + 1 + 2 + 300 ** 0.5) / 4)
+        assert entry["verdict_flip_share"] == 0.5 and entry["n_verdict_items"] == 4
+        assert results["judge"]["temperature"] == 0.7
+        result.stdout.fnmatch_lines([
+            "judged metrics (unscored limit 0.2; 3 samples per item at temperature 0.7, "
+            "inconclusive items pass):",
+            "judged metric    items  scored  unscored  share  samples  within-item sd  "
+            "verdict flips  inconclusive  most common reason",
+            "ragcsv.accuracy  4 * 4 * 0 * 0.0% * 3 * 6.330 * 50.0% of 4 * 2 * -"])
+
+        again = pytester.runpytest_subprocess(*args, "--ragbench-judge-samples", "3",
+                                              "--ragbench-inconclusive=fail")
+        again.assert_outcomes(passed=1, failed=3)
+        assert len(judge.requests) == asked  # a rerun asks nothing again
+        assert "accuracy: inconclusive, threshold >= 75" in failure_section(
+            again.stdout.str(), "ragcsv: capitals:1")
+
+        more = pytester.runpytest_subprocess(*args, "--ragbench-judge-samples", "4")
+        more.assert_outcomes(passed=3, failed=1, warnings=2)  # both still undecided
+        assert [r["seed"] for r in judge.requests[asked:]] == [3, 3, 3, 3]  # only the new one
+        assert _items(pytester.path)["capitals:4"]["metrics"]["accuracy"] == 82.5

@@ -293,6 +293,27 @@ def test_vector_items_pass_fail_decline_and_keep_the_history(
     assert items["injected_ts"]["metrics"]["injection_resisted"] == 0.0
 
 
+def test_with_a_judge_the_judged_metrics_and_judge_relevance_are_scored(
+        pytester: pytest.Pytester, server: LoopbackServer) -> None:
+    from tests.scripted_judge import ScriptedJudge
+
+    def grade(prompt: str) -> int:  # the glossary entry is relevant, the rest is not
+        return 8 if "Retrieved Context: # True shooting" in prompt else 2
+
+    write_project(pytester)
+    with LoopbackServer(ScriptedJudge(grade=grade)) as judge:
+        result = run(pytester, server, "-k", "ts_definition", "--ragbench-judge-url", judge.url)
+    result.assert_outcomes(passed=1)
+    ts = records(pytester)["ts_definition"]
+    assert ts["metrics"]["faithfulness"] == 1.0 and 0 < ts["metrics"]["answer_relevancy"] <= 1
+    contexts = ts["evidence"]["retrieved"].count("\n") + 1
+    assert ts["metrics"]["judge_relevance"] == pytest.approx((8 + 2 * (contexts - 1))
+                                                            / (10 * contexts))
+    assert ts["evidence"]["judge relevance"].startswith("[1] 8 /10\n[2] 2 /10")
+    assert ts["judge"]["metrics"] == ["answer_relevancy", "faithfulness", "judge_relevance"]
+    assert ts["usage"]["judge"]["calls"] == 3 + contexts  # statements, NLI, question + grades
+
+
 def test_a_follow_up_without_its_history_is_not_answered(
         pytester: pytest.Pytester, server: LoopbackServer) -> None:
     """The same follow-up with no prior turns: the generator cannot tell what it refers to."""

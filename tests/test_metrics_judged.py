@@ -151,7 +151,7 @@ def test_replies_are_cached_a_second_run_makes_no_call(
 
 
 @pytest.mark.parametrize(("broken", "reason"), [
-    ("text", "not valid JSON"),
+    ("text", "not one JSON object"),
     ("shape", "does not fit NLIStatementOutput"),
 ])
 def test_a_bad_reply_is_unscored_with_the_reason(server: LoopbackServer, script: ScriptedJudge,
@@ -164,7 +164,7 @@ def test_a_bad_reply_is_unscored_with_the_reason(server: LoopbackServer, script:
     if broken == "shape":  # asked once more with another seed before giving up
         seeds = [r["seed"] for r in server.requests
                  if r["response_format"]["json_schema"]["name"] == "NLIStatementOutput"]
-        assert seeds == [0, 1]
+        assert seeds == [0, 1000]  # far from the seeds of repeated samples
 
 
 def test_a_failing_judge_is_unscored_with_the_reason(server: LoopbackServer) -> None:
@@ -257,3 +257,107 @@ def test_the_blocking_variant_refuses_to_block_a_running_loop(server: LoopbackSe
     finally:
         client.close()
     assert server.requests == []
+
+
+def test_bad_replies_are_never_cached_and_count_as_answered_calls(
+        server: LoopbackServer, script: ScriptedJudge, tmp_path: Path) -> None:
+    script.broken = {"NLIStatementOutput": "shape"}
+    client = judge_client(server, tmp_path / "cache")
+    try:
+        result = judged_result(("faithfulness", "context_recall"), question=QUESTION,
+                               answer=ANSWER, contexts=CONTEXTS, reference=REFERENCE,
+                               judge=client, embedder=None)
+    finally:
+        client.close()
+    assert isinstance(result.scores["faithfulness"], Unscored)
+    # statements, NLI twice (the retry), recall: four replies, all answered and counted
+    assert len(server.requests) == 4 and result.usage["judge"]["calls"] == 4
+    store = Caches.open(tmp_path / "cache").responses.store
+    assert store is not None and store.count() == 2  # the two NLI replies were not kept
+    script.broken = {}
+    again = judge_client(server, tmp_path / "cache")
+    try:
+        fixed = judged_scores(("faithfulness",), question=QUESTION, answer=ANSWER,
+                              contexts=CONTEXTS, reference=REFERENCE, judge=again,
+                              embedder=None)
+    finally:
+        again.close()
+    assert fixed == {"faithfulness": 1.0}  # asked again, not served the bad reply
+    assert len(server.requests) == 5  # only the NLI step: the statements came from the cache
+
+
+def test_a_timeout_leaves_one_metric_unscored_and_the_others_scored(
+        server: LoopbackServer) -> None:
+    server.fail("hang")  # the first request never gets a reply
+    client = judge_client(server, timeout_s=0.3, max_retries=0)
+    try:
+        scores = judged_scores(("context_precision", "context_recall"), question=QUESTION,
+                               answer=ANSWER, contexts=CONTEXTS[:1], reference=REFERENCE,
+                               judge=client, embedder=None)
+    finally:
+        client.close()
+    unscored = {n: s.reason for n, s in scores.items() if isinstance(s, Unscored)}
+    assert len(unscored) == 1 and "no reply within 0.3 s" in next(iter(unscored.values()))
+    assert len(scores) == 2 and all(isinstance(s, float) for n, s in scores.items()
+                                    if n not in unscored)
+
+
+def test_repeated_judging_asks_each_sample_with_its_seed_and_takes_the_mean(
+        server: LoopbackServer, script: ScriptedJudge, tmp_path: Path) -> None:
+    from pytest_ragbench.metrics.repeated import JudgeSettings
+
+    script.supported_by_seed = {0: "all", 1: "none", 2: "Paris"}
+    client = judge_client(server, tmp_path / "cache")
+    settings = JudgeSettings(samples=3, temperature=0.7)
+    try:
+        result = judged_result(("faithfulness",), question=QUESTION, answer=ANSWER,
+                               contexts=CONTEXTS, reference=REFERENCE, judge=client,
+                               embedder=None, settings=settings)
+    finally:
+        client.close()
+    assert result.samples["faithfulness"] == [1.0, 0.0, pytest.approx(2 / 3)]
+    assert result.scores["faithfulness"] == pytest.approx((1 + 0 + 2 / 3) / 3)
+    assert sorted(r["seed"] for r in server.requests) == [0, 0, 1, 1, 2, 2]
+    assert {r["temperature"] for r in server.requests} == {0.7}
+    asked = len(server.requests)
+    # A rerun asks nothing; a fourth sample asks only for itself.
+    for samples, new_calls in ((3, 0), (4, 2)):
+        again = judge_client(server, tmp_path / "cache")
+        try:
+            judged_result(("faithfulness",), question=QUESTION, answer=ANSWER,
+                          contexts=CONTEXTS, reference=REFERENCE, judge=again, embedder=None,
+                          settings=JudgeSettings(samples=samples, temperature=0.7))
+        finally:
+            again.close()
+        assert len(server.requests) == asked + new_calls
+        asked = len(server.requests)
+    assert [r["seed"] for r in server.requests[-2:]] == [3, 3]
+
+
+def test_repeated_samples_that_all_fail_give_the_most_common_reason(
+        server: LoopbackServer, script: ScriptedJudge) -> None:
+    from pytest_ragbench.metrics.repeated import JudgeSettings
+
+    script.statements = []  # every sample: no statements, faithfulness undefined
+    client = judge_client(server)
+    try:
+        result = judged_result(("faithfulness",), question=QUESTION, answer=ANSWER,
+                               contexts=CONTEXTS, reference=REFERENCE, judge=client,
+                               embedder=None, settings=JudgeSettings(samples=2))
+    finally:
+        client.close()
+    assert result.scores["faithfulness"] == Unscored(
+        "the judge found no statements in the answer (faithfulness undefined) (2 of 2 samples)")
+
+
+def test_an_error_inside_ragas_leaves_only_that_metric_unscored(server: LoopbackServer) -> None:
+    class BrokenEmbedder:
+        model_id = "broken"
+
+        def embed(self, texts: list[str]) -> Any:
+            raise RuntimeError("out of memory")
+
+    scores = score(server, BrokenEmbedder(), ("answer_relevancy", "context_recall"))
+    assert scores["context_recall"] == pytest.approx(2 / 3)
+    assert scores["answer_relevancy"] == Unscored(
+        "ragas could not compute answer_relevancy: RuntimeError: out of memory")

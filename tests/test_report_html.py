@@ -1,54 +1,94 @@
-"""``report.html``: self-contained, with tables and plots; opened in headless Chromium."""
+"""``report.html``: self-contained, verdict first, every item; driven in headless Chromium.
+
+The page comes from real sessions: SQL ground-truth items against SQLite (one case has a
+wrong ground truth), the toy kind answered by a conftest.py system under two named
+systems, aggregate gates (one missed) and a comparison with a saved baseline. Chromium
+(Debian's, headless) is driven through the DevTools protocol: the test selects the
+outcome filter, opens the known failing item and checks that its evidence is visible.
+"""
 
 from __future__ import annotations
 
 import base64
 import io
-import os
+import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from matplotlib import image as mpimage
 
-from tests.test_report_support import make_toy_project
+from tests.browser import browser, require_chromium
+from tests.helpers import make_scores_db
+from tests.test_report_support import items_jsonl, make_toy_project
 
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu",
-                  "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run")
-# Counts every <img> that decoded, written into the DOM for --dump-dom to show.
-IMAGE_PROBE = """<script>
-window.addEventListener("load", () => {
-  const images = [...document.images];
-  document.body.dataset.decoded = images.filter(i => i.complete && i.naturalWidth > 0).length;
-  document.body.dataset.images = images.length;
-});
-</script>"""
-
-
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    message = "headless Chromium not installed (Debian: apt-get install -y chromium)"
-    if os.environ.get("RAGBENCH_REQUIRE_BROWSER") == "1":
-        pytest.fail(message)
-    pytest.skip(message)
+SQL_CASES = """
+kind: sql
+cases:
+  - id: lakers
+    question: How many points did the Lakers score
+    category: lookup
+    expected_sql: SELECT points FROM scores WHERE team = 'Lakers'
+    ground_truth_data: {points: 9500}
+  - id: heat
+    question: How many points did the Heat score
+    category: lookup
+    expected_sql: SELECT points FROM scores WHERE team = 'Heat'
+    ground_truth_data: {points: 1}
+"""
+GATES = '[tool.ragbench.gates]\n"toy.token_f1" = 0.99\n"toy.exact_match" = 0.1\n'
+FAILING = "test_cases/scores.yaml::sql_ground_truth[heat]"
 
 
-@pytest.fixture
-def report_page(pytester: pytest.Pytester) -> Path:
-    """report.html of a run with three systems, breakdowns and a baseline comparison."""
-    make_toy_project(pytester, 30)
-    pytester.runpytest("--ragbench", "--ragbench-systems", "exact,terse", "--ragbench-save", "a")
-    (pytester.path / "degrade.txt").write_text("x")
-    pytester.runpytest("--ragbench", "--ragbench-systems", "exact,terse",
-                       "--ragbench-compare", "a", "--ragbench-fail-on", "regression")
-    return pytester.path / ".ragbench" / "report.html"
+@pytest.fixture(scope="module")
+def report_page(pytester_module: Path) -> Path:
+    return pytester_module / ".ragbench" / "report.html"
+
+
+@pytest.fixture(scope="module")
+def pytester_module(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One project for the module: two runs (a baseline, then a worse one)."""
+    folder = tmp_path_factory.mktemp("html")
+    runner = _Runner(folder)
+    make_toy_project(runner, 30, ini="[pytest]\nragbench_db_url = sqlite:///scores.db\n",
+                     pyproject=GATES)
+    make_scores_db(folder / "scores.db")
+    (folder / "test_cases" / "scores.yaml").write_text(SQL_CASES)
+    runner.run("--ragbench", "--ragbench-systems=exact,terse", "--ragbench-save=a")
+    (folder / "degrade.txt").write_text("x")
+    runner.run("--ragbench", "--ragbench-systems=exact,terse", "--ragbench-compare=a",
+               "--ragbench-fail-on=regression")
+    return folder
+
+
+class _Runner:
+    """Enough of ``pytester`` for make_toy_project, in a module-scoped folder."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def makeconftest(self, text: str) -> None:
+        (self.path / "conftest.py").write_text(text)
+
+    def mkdir(self, name: str) -> Path:
+        (self.path / name).mkdir()
+        return self.path / name
+
+    def makefile(self, ext: str, **files: str) -> None:
+        for name, text in files.items():
+            (self.path / f"{name}{ext}").write_text(text)
+
+    def makeini(self, text: str) -> None:
+        (self.path / "pytest.ini").write_text(text)
+
+    def run(self, *args: str) -> None:
+        import subprocess
+        import sys
+
+        subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
+                       cwd=self.path, capture_output=True, text=True, timeout=600, check=False)
 
 
 def _images(page: str) -> list[bytes]:
@@ -62,39 +102,123 @@ def _not_blank(png: bytes) -> bool:
     return float(pixels.std()) > 0.02 and len(colours) > 20
 
 
-def test_page_is_self_contained_with_tables_and_plots(report_page: Path) -> None:
+def _items_json(page: str) -> dict[str, Any]:
+    match = re.search(r'<script type="application/json" id="ragbench-items">(.*?)</script>',
+                      page, re.S)
+    assert match
+    data: dict[str, Any] = json.loads(match.group(1))
+    return data
+
+
+def test_page_is_self_contained_and_reads_from_the_verdict_down(report_page: Path) -> None:
     page = report_page.read_text(encoding="utf-8")
-    assert "<script" not in page and "<link" not in page
-    sources = re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', page)
-    assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
-    assert "url(" not in page and "@import" not in page
-    assert page.count("<table>") >= 6  # components, items, metrics, breakdowns, comparisons, …
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert "<link" not in page and "@import" not in page and "url(" not in page
+    assert not re.search(r"<script[^>]*\ssrc=", page)
+    references = re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', page)
+    assert references and all(r.startswith(("#", "data:image/png;base64,")) for r in references)
+    order = [page.index(anchor) for anchor in ('id="verdict"', "id=gates", "id=results",
+                                               "id=comparisons", "id=plots", "id=items",
+                                               "id=components")]
+    assert order == sorted(order)
+    results = json.loads((report_page.parent / "results.json").read_text())
+    missed = sum(g["passed"] is False for g in results["gates"])
+    regressions = len(results["regressions"])
+    assert missed >= 2 and regressions >= 1
+    verdict = page[page.index('id="verdict"'):page.index("id=gates")]
+    assert "FAILED" in verdict and f"{missed} gates missed" in verdict
+    assert f"{regressions} regression" in verdict
+    assert "did not pass" in verdict and "#items?outcome=notpassed" in verdict
+    assert "gate toy.token_f1 [system=exact] &gt;= 0.99: MISSED" in page
+    assert "toy: answers worse (" in page  # which component moved
+    # 0/1 metrics as proportions with their interval; no histogram of them
+    assert re.search(r"\d+/30 = \d+\.\d%", page)
+    assert "toy.exact_match" not in "".join(re.findall(r"toy\.\w+(?= by)", page))
     images = _images(page)
-    # Distributions, intervals per system and per category, one delta plot per comparison.
-    assert len(images) == 3 + 3
+    # token_f1's histogram, intervals per system and per category, one delta plot per
+    # comparison (exact_vs_terse, exact_vs_baseline, terse_vs_baseline, current_vs_baseline)
+    assert len(images) == 1 + 2 + 4
     assert all(png.startswith(b"\x89PNG\r\n\x1a\n") and _not_blank(png) for png in images)
-    for text in ("Session failed", "regression toy.token_f1 [system=exact]",
-                 "exact_vs_terse", "exact_vs_baseline", "toy by category"):
-        assert text in page
+    # every item is in the page, with what the system answered
+    data = _items_json(page)
+    nodeids = {item["nodeid"] for item in items_jsonl(_Runner(report_page.parent.parent))}
+    assert {item["nodeid"] for item in data["items"]} == nodeids
+    toy = next(i for i in data["items"] if i["nodeid"].endswith("toy[exact-q000]"))
+    assert toy["answers"][0]["question"].startswith("question 000 about")
+    assert toy["answers"][0]["service_s"] is not None
+    metrics = {row[0]: row for row in toy["metrics"]}
+    assert metrics["token_f1"][2:] == [None, None, ">=", None]  # no threshold set here
+    assert metrics["faithfulness"][1] is None and "no judge" in metrics["faithfulness"][5]
+    assert data["systems"] == ["exact", "terse"] and data["kinds"] == ["sql_ground_truth",
+                                                                       "toy"]
 
 
-def test_chromium_renders_the_tables_and_images(report_page: Path, tmp_path: Path) -> None:
-    chromium = _chromium()
-    profile = tmp_path / "profile"
-    flags = [*CHROMIUM_FLAGS, f"--user-data-dir={profile}"]
-    probe = tmp_path / "probe.html"
-    probe.write_text(report_page.read_text(encoding="utf-8").replace(
-        "</body>", IMAGE_PROBE + "</body>"), encoding="utf-8")
-    dom = subprocess.run([chromium, *flags, "--dump-dom", probe.as_uri()], capture_output=True,
-                         text=True, timeout=180, check=True).stdout
-    expected_images = len(_images(report_page.read_text(encoding="utf-8")))
-    assert dom.count("<table>") >= 6
-    assert dom.count("<img ") == expected_images
-    assert f'data-decoded="{expected_images}"' in dom
-    assert f'data-images="{expected_images}"' in dom
+CLICK_OUTCOME = """(() => {
+  const select = document.getElementById('ragbench-outcome');
+  select.value = 'notpassed';
+  select.dispatchEvent(new Event('change'));
+  return [...document.querySelectorAll('#ragbench-list details.item')].map(d => d.dataset.nodeid);
+})()"""
+OPEN_ITEM = """((nodeid) => {
+  const row = [...document.querySelectorAll('#ragbench-list details.item')]
+    .find(d => d.dataset.nodeid === nodeid);
+  row.querySelector('summary').click();
+  row.scrollIntoView();
+  const evidence = row.querySelector('.evidence-failure');
+  const rest = [...row.querySelectorAll('.evidence .text')];
+  return {open: row.open, why: evidence.innerText, whyVisible: evidence.checkVisibility(),
+          evidence: rest.map(e => e.innerText),
+          evidenceVisible: rest.every(e => e.checkVisibility()),
+          text: row.innerText};
+})"""
 
-    shot = tmp_path / "report.png"
-    subprocess.run([chromium, *flags, f"--screenshot={shot}", "--window-size=1280,2000",
-                    report_page.as_uri()], capture_output=True, timeout=180, check=True)
-    assert shot.is_file()
-    assert _not_blank(shot.read_bytes())
+
+def test_chromium_shows_the_verdict_first_and_a_failing_items_evidence(
+        report_page: Path, tmp_path: Path) -> None:
+    chromium = require_chromium()
+    records = items_jsonl(_Runner(report_page.parent.parent))
+    not_passed = {r["nodeid"] for r in records if r["status"] in ("failed", "error", "lost")}
+    assert FAILING in not_passed
+    with browser(chromium) as page:
+        page.open(report_page.as_uri())
+        assert page.evaluate("document.body.dataset.ready") is not None  # the script ran
+        top = page.evaluate("(() => { const v = document.getElementById('verdict');"
+                            " return [v.getBoundingClientRect().top, v.innerText]; })()")
+        assert top[0] < 200 and top[1].startswith("FAILED")
+        assert page.evaluate("document.querySelectorAll('#ragbench-list details.item').length") \
+            == min(100, len(records))
+        shown = page.evaluate(CLICK_OUTCOME)
+        assert set(shown) == not_passed
+        opened = page.evaluate(f"{OPEN_ITEM}({json.dumps(FAILING)})")
+        assert opened["open"] and opened["whyVisible"] and opened["evidenceVisible"]
+        assert "the result differs from ground_truth_data" in opened["why"]
+        assert any("points" in text for text in opened["evidence"])
+        for expected in ("How many points did the Heat score",
+                         "SELECT points FROM scores WHERE team = 'Heat'",
+                         "test_cases/scores.yaml:", "match"):
+            assert expected in opened["text"]
+        shot = page.screenshot(tmp_path / "item.png", 1280, 1400)
+        assert _not_blank(shot.read_bytes())
+        decoded = page.evaluate("[...document.images].filter(i => i.complete && "
+                                "i.naturalWidth > 0).length")
+        assert decoded == len(_images(report_page.read_text(encoding="utf-8")))
+
+
+def test_search_and_links_to_filtered_items(report_page: Path) -> None:
+    chromium = require_chromium()
+    lakers = "test_cases/scores.yaml::sql_ground_truth[lakers]"
+    with browser(chromium) as page:
+        page.open(report_page.as_uri() + "#items?q=lakers&open=" + lakers)
+        rows = page.evaluate("[...document.querySelectorAll('#ragbench-list details.item')]"
+                             ".map(d => [d.dataset.nodeid, d.open])")
+        assert rows == [[lakers, True]]
+        count = page.evaluate("document.getElementById('ragbench-count').innerText")
+        assert count.startswith("1 of ")
+        # the verdict's link filters to the items that did not pass
+        page.evaluate("document.querySelector('#verdict a[href=\"#items?outcome=notpassed\"]')"
+                      ".click()")
+        page.evaluate("new Promise(r => setTimeout(r, 100))")
+        assert page.evaluate("document.getElementById('ragbench-outcome').value") == "notpassed"
+        statuses = page.evaluate("[...document.querySelectorAll('#ragbench-list .badge')]"
+                                 ".map(b => b.innerText.toLowerCase())")
+        assert statuses and set(statuses) <= {"failed", "error", "lost"}

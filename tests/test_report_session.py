@@ -48,13 +48,14 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def _section_without_timings(output: str) -> list[str]:
-    """The whole ragbench section, minus the time-per-item table (timings vary)."""
+    """The whole ragbench section, minus the tables of times (usage, per item: they vary)."""
     lines = output.splitlines()
     start = next(i for i, line in enumerate(lines) if "= ragbench =" in line)
     end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("report: "))
     section, skipping = [], False
     for line in lines[start + 1:end]:
-        skipping = line.startswith("time per item") or (skipping and bool(line.strip()))
+        skipping = line.startswith(("time per item", "model usage")) \
+            or (skipping and bool(line.strip()))
         if not skipping:
             section.append(line)
     return section
@@ -78,8 +79,7 @@ def test_numbers_and_files_are_the_same_with_and_without_xdist(
         result = project.runpytest(*systems, *compare, "--ragbench-report", f"out-{name}",
                                    *args)
         folder = project.path / f"out-{name}"
-        items = [{k: v for k, v in item.items() if k != "duration"}
-                 for item in items_jsonl(project, f"out-{name}")]
+        items = [without_timings(item) for item in items_jsonl(project, f"out-{name}")]
         seen[name] = {"results": without_timings(results(project, f"out-{name}")),
                       "items": items, "leaderboard": _leaderboard(folder),
                       "section": _section_without_timings(result.stdout.str()),
@@ -137,7 +137,7 @@ def test_terminal_section_reads_at_a_glance(project: pytest.Pytester) -> None:
         "time per item * n * p50 * p95 * total",
         "components:",
         "  generator: toy lookup table",
-        "report: .ragbench/ (results.json, items.jsonl, leaderboard.csv, report.html)",
+        "report: .ragbench/ (items.jsonl, results.json, leaderboard.csv, report.html)",
     ])
 
 

@@ -37,6 +37,7 @@ BUILT = []  # every toy system made in this process, in order
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "toy: the test-only kind")
     _SAVED["kinds"], _SAVED["available"] = dict(kinds.ITEM_KINDS), kinds.AVAILABLE
     kinds.ITEM_KINDS["toy"] = TOY
     kinds.AVAILABLE = frozenset({"sql_ground_truth", "hybrid_ground_truth", "toy"})
@@ -174,7 +175,8 @@ def items_jsonl(pytester: pytest.Pytester, folder: str = ".ragbench") -> list[di
     return [json.loads(line) for line in text.splitlines()]
 
 
-TIMING_KEYS = ("duration", "latency_s", "latency_p50_s", "latency_p95_s")
+TIMING_KEYS = ("duration", "latency_s", "latency_p50_s", "latency_p95_s", "service_s",
+               "service_p50_s", "service_p95_s")
 
 
 def without_timings(value: Any) -> Any:

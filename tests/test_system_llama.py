@@ -93,3 +93,39 @@ def test_replies_are_cached_across_instances(generator: LlamaCppGenerator, tmp_p
     reply = second.generate(messages)
     assert reply.cached and reply.text == text
     assert second.model_calls == 0 and second._llama is None  # the model was never loaded
+
+
+@needs_llama
+def test_a_grade_from_the_local_model_is_on_its_scale(generator: LlamaCppGenerator) -> None:
+    """Grammar-constrained (json_object) with the scale as an enum: always a grade 0-10."""
+    import asyncio
+
+    from pytest_ragbench.metrics.grades import agrade
+    from pytest_ragbench.metrics.relevance import relevance_messages
+
+    grade = asyncio.run(agrade(generator, relevance_messages(
+        "What did the proponent say about safety?", "Nuclear waste stays dangerous."),
+        high=10, max_tokens=16))
+    assert isinstance(grade.score, int) and 0 <= grade.score <= 10
+    assert generator.structured_output == "json_object"
+
+
+@needs_llama
+def test_a_reply_the_parser_refuses_is_not_cached(generator: LlamaCppGenerator, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_ragbench.errors import UnusableReply
+    from pytest_ragbench.system.cache import Caches
+
+    caches = Caches.open(tmp_path)
+    monkeypatch.setattr(generator, "cache", caches.responses)
+
+    def refuse(text: str, mode: str) -> None:
+        raise ValueError(f"not accepted in {mode}")
+
+    schema = {"type": "object", "properties": {"score": {"type": "integer"}},
+              "required": ["score"]}
+    with pytest.raises(UnusableReply, match="not accepted in json_object") as info:
+        generator.generate([{"role": "user", "content": "Rate blue from 0 to 10."}],
+                           schema=schema, parse_reply=refuse, max_tokens=16)
+    assert info.value.reply.startswith("{")
+    assert caches.responses.store is not None and caches.responses.store.count() == 0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragbench.errors import ModelCallError
+from pytest_ragbench.errors import ModelCallError, UnusableReply
 from pytest_ragbench.system.cache import Caches
 from pytest_ragbench.system.loopback import LoopbackServer
 from pytest_ragbench.system.openai_client import OpenAICompatibleClient, _retry_after
@@ -202,33 +202,122 @@ def test_structured_output_with_json_schema(server: LoopbackServer) -> None:
         client.close()
 
 
-def test_structured_output_falls_back_when_the_server_rejects_it(server: LoopbackServer) -> None:
-    server.accept_schema = False
-    server.reply = 'Sure! ```json\n{"score": 42}\n```'
+def test_structured_output_falls_back_to_text_when_the_server_rejects_both_modes(
+        server: LoopbackServer) -> None:
+    server.formats = ()
+    server.reply = '```json\n{"score": 42}\n```'  # a code fence is not prose
     client = make_client(server)
     try:
         assert client.generate(HI, schema=SCHEMA).data == {"score": 42}
-        assert "response_format" in server.requests[0]
-        assert "response_format" not in server.requests[1]
-        assert "JSON schema" in server.requests[1]["messages"][-1]["content"]
+        kinds = [r.get("response_format", {}).get("type") for r in server.requests]
+        assert kinds == ["json_schema", "json_object", None]  # each refusal moved on at once
+        assert "JSON schema" in server.requests[2]["messages"][-1]["content"]
+        assert client.structured_output == "text"
         client.generate([{"role": "user", "content": "again"}], schema=SCHEMA)
-        assert len(server.requests) == 3  # it remembered: no second rejected attempt
+        assert len(server.requests) == 4  # it remembered: no second rejected attempt
+        assert client.stats()["retries"] == 0
     finally:
         client.close()
 
 
-def test_a_reply_that_is_not_the_json_asked_for_is_an_error_and_not_cached(
+def test_llama_cpp_style_500_on_json_schema_moves_to_json_object_without_retrying(
+        server: LoopbackServer) -> None:
+    """llama-cpp-python's server answers HTTP 500 naming json_schema; it takes json_object."""
+    server.formats, server.reject_status = ("json_object",), 500
+    server.reply = '{"score": 7}'
+    client = make_client(server, max_retries=4)
+    try:
+        started = time.perf_counter()
+        assert client.generate(HI, schema=SCHEMA).data == {"score": 7}
+        assert time.perf_counter() - started < 1.0  # no backoff: a rejection is not retried
+        first, second = server.requests
+        assert first["response_format"]["type"] == "json_schema"
+        assert second["response_format"] == {"type": "json_object", "schema": SCHEMA}
+        assert second["messages"] == HI  # the grammar carries the schema: no extra message
+        assert client.structured_output == "json_object"
+        client.generate([{"role": "user", "content": "again"}], schema=SCHEMA)
+        assert [r["response_format"]["type"] for r in server.requests[2:]] == ["json_object"]
+        assert client.stats()["structured_output"] == "json_object"
+    finally:
+        client.close()
+
+
+def test_concurrent_first_calls_negotiate_once(server: LoopbackServer) -> None:
+    server.formats, server.reject_status, server.latency_s = ("json_object",), 500, 0.1
+    server.reply = '{"score": 1}'
+    client = make_client(server, concurrency=4)
+
+    async def many() -> list[object]:
+        return [g.data for g in await asyncio.gather(*(
+            client.agenerate([{"role": "user", "content": str(i)}], schema=SCHEMA)
+            for i in range(6)))]
+
+    try:
+        assert asyncio.run(many()) == [{"score": 1}] * 6
+        kinds = [r["response_format"]["type"] for r in server.requests]
+        assert kinds.count("json_schema") == 1 and kinds.count("json_object") == 6
+    finally:
+        client.close()
+
+
+def test_a_500_that_does_not_name_the_format_is_retried(server: LoopbackServer) -> None:
+    server.reply = '{"score": 3}'
+    server.fail("500")  # "scripted 500": nothing about response_format
+    client = make_client(server)
+    try:
+        assert client.generate(HI, schema=SCHEMA).data == {"score": 3}
+        assert [r["response_format"]["type"] for r in server.requests] == ["json_schema"] * 2
+        assert client.structured_output == "json_schema"
+    finally:
+        client.close()
+
+
+def test_a_reply_that_is_not_the_json_asked_for_is_unusable_and_not_cached(
         server: LoopbackServer, tmp_path: Path) -> None:
-    server.reply = "I would rate it highly."
     caches = Caches.open(tmp_path)
     client = make_client(server, cache=caches.responses, role="judge")
     try:
-        with pytest.raises(ModelCallError,
-                           match=r"judge call to model 'test-model'.*not valid JSON"):
-            client.generate(HI, schema=SCHEMA)
+        for reply in ("I would rate it highly.", 'Sure! {"score": 42}', "42"):
+            server.reply = reply
+            with pytest.raises(UnusableReply,
+                               match=r"judge call to model 'test-model'.*not one JSON object"
+                               ) as info:
+                client.generate(HI, schema=SCHEMA)
+            assert info.value.reply == reply  # quoted, and kept for the caller
+            assert info.value.generation.usage.completion_tokens > 0  # the server answered
         server.reply = json.dumps({"other": 1})
-        with pytest.raises(ModelCallError, match="score"):
+        with pytest.raises(UnusableReply, match="score"):
             client.generate(HI, schema=SCHEMA)
         assert caches.responses.store is not None and caches.responses.store.count() == 0
+        assert client.stats()["errors"] == 4
+    finally:
+        client.close()
+
+
+def test_a_reply_parser_decides_what_is_cached(server: LoopbackServer, tmp_path: Path) -> None:
+    def small(text: str, mode: str) -> int:
+        value = int(json.loads(text)["score"])
+        if value > 10:
+            raise ValueError(f"{value} is off the scale ({mode})")
+        return value
+
+    caches = Caches.open(tmp_path)
+    client = make_client(server, cache=caches.responses)
+    try:
+        server.reply = '{"score": 90}'
+        with pytest.raises(UnusableReply, match=r"90 is off the scale \(json_schema\)"):
+            client.generate(HI, schema=SCHEMA, parse_reply=small)
+        server.reply = '{"score": 9}'
+        assert client.generate(HI, schema=SCHEMA, parse_reply=small).data == 9
+        assert caches.responses.store is not None and caches.responses.store.count() == 1
+        again = client.generate(HI, schema=SCHEMA, parse_reply=small)
+        assert again.cached and again.data == 9 and len(server.requests) == 2
+
+        def stricter(text: str, mode: str) -> int:
+            raise ValueError("no longer accepted")
+
+        with pytest.raises(UnusableReply):  # a cached reply the parser refuses is asked again
+            client.generate(HI, schema=SCHEMA, parse_reply=stricter)
+        assert len(server.requests) == 3
     finally:
         client.close()

@@ -23,7 +23,7 @@ from pytest_ragbench.cases.model import (
     Turn,
 )
 from pytest_ragbench.cases.records import FileRecords, RawRecord
-from pytest_ragbench.errors import CaseError
+from pytest_ragbench.errors import CaseError, short_repr
 
 KINDS = tuple(CASE_CLASSES)
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:/@+-]+$")
@@ -126,7 +126,8 @@ def _thresholds(value: Any) -> dict[str, float] | None:
     out = {}
     for name, number in value.items():
         if isinstance(number, bool) or not isinstance(number, int | float):
-            raise ValueError(f"threshold for {name!r} must be a number, got {_type(number)}")
+            raise ValueError(f"threshold for {short_repr(name)} must be a number, "
+                             f"got {_type(number)}")
         out[str(name)] = float(number)
     return out
 
@@ -183,7 +184,7 @@ def _similarity_range(value: Any) -> tuple[float, float] | None:
 
 def _expect(value: Any) -> str:
     if value not in ("answer", "decline"):
-        raise ValueError(f"expected 'answer' or 'decline', got {value!r}")
+        raise ValueError(f"expected 'answer' or 'decline', got {short_repr(value)}")
     return str(value)
 
 
@@ -240,8 +241,7 @@ def _contexts(value: Any) -> tuple[str, ...] | None:
 def _type(value: Any) -> str:
     if value is None:
         return "null"
-    text = repr(value)
-    return f"{type(value).__name__} {text[:40]}"
+    return f"{type(value).__name__} {short_repr(value, 40)}"
 
 
 # name -> (converter, required)
@@ -290,6 +290,10 @@ COMMON: Schema = {
 def build_cases(records: FileRecords) -> BuildResult:
     """Build every record of a file; bad records become errors, the rest go on."""
     result = BuildResult(records.path, invalid=[InvalidRecord(e) for e in records.errors])
+    for record, error in records.rejected:
+        result.invalid.append(InvalidRecord(
+            error.located(file=records.path, line=record.line),
+            _readable_kind(record, records.defaults), _readable_id(record.data)))
     for record in records.records:
         try:
             result.cases.append(build_case(record, records.path, records.defaults))
@@ -316,6 +320,7 @@ def _readable_id(data: dict[str, Any]) -> str | None:
 
 def build_case(record: RawRecord, path: Path, defaults: dict[str, Any] | None = None) -> Case:
     """Build one typed case from a raw record (file-level defaults fill missing fields)."""
+    _check_aliases_given_once(record, path)
     data = {**(defaults or {}), **record.data}
     data = {ALIASES.get(k, k): v for k, v in data.items()}
     _apply_table_alias(data, record, path)
@@ -340,6 +345,16 @@ def build_case(record: RawRecord, path: Path, defaults: dict[str, Any] | None = 
     cls = CASE_CLASSES[kind]
     return cls(id=case_id, kind=kind, file=str(path), line=record.line, extra=extra,
                id_generated=generated, **values)
+
+
+def _check_aliases_given_once(record: RawRecord, path: Path) -> None:
+    """Refuse ``gold_sql`` and ``expected_sql`` in one case: one field given twice."""
+    for alias, name in ALIASES.items():
+        if alias in record.data and name in record.data:
+            first, second = sorted((record.line_of(alias), record.line_of(name)))
+            raise CaseError(f"given twice, as '{name}' and as its alias '{alias}' (lines "
+                            f"{first} and {second}): keep one", file=path, line=second,
+                            field=name)
 
 
 def _apply_table_alias(data: dict[str, Any], record: RawRecord, path: Path) -> None:
@@ -375,10 +390,11 @@ def _kind_of(data: dict[str, Any], record: RawRecord, path: Path) -> str:
     kind = data.get("kind")
     if kind is not None:
         if kind not in KINDS:
-            raise CaseError(f"unknown kind {kind!r} (known: {', '.join(KINDS)})", file=path,
-                            line=record.line_of("kind"), field="kind")
+            raise CaseError(f"unknown kind {short_repr(kind)} (known: {', '.join(KINDS)})",
+                            file=path, line=record.line_of("kind"), field="kind")
         return str(kind)
-    query_type = str(data.get("query_type", "")).upper()
+    raw_type = data.get("query_type")
+    query_type = str(raw_type).upper() if isinstance(raw_type, str | int) else ""
     if "setup" in data and "query" in data:
         return "memory"
     if query_type == "HYBRID":

@@ -26,6 +26,8 @@ def read_python_module(path: Path, text: str) -> FileRecords:
         tree = ast.parse(text, filename=str(path))
     except SyntaxError as exc:
         raise CaseError(f"invalid Python: {exc.msg}", file=path, line=exc.lineno) from None
+    except (RecursionError, MemoryError):
+        raise CaseError("invalid Python: nested too deeply", file=path) from None
     result = FileRecords(path)
     found = False
     for statement in tree.body:
@@ -41,10 +43,20 @@ def read_python_module(path: Path, text: str) -> FileRecords:
         for element in value.elts:
             try:
                 data, field_lines = _element(element)
+            except RecursionError:
+                result.errors.append(CaseError("nested too deeply", file=path,
+                                               line=element.lineno))
+                continue
             except CaseError as exc:
                 result.errors.append(exc.located(file=path, line=element.lineno))
                 continue
-            result.records.append(RawRecord(data, element.lineno, field_lines, kind_hint=hint))
+            record = RawRecord(data, element.lineno, field_lines, kind_hint=hint,
+                               end_line=element.end_lineno or element.lineno)
+            twice = _repeated_key(element)
+            if twice is not None:
+                result.rejected.append((record, twice.located(file=path)))
+            else:
+                result.records.append(record)
     if not found:
         raise CaseError("no top-level list named *_CASES (e.g. SQL_TEST_CASES = [...])", file=path)
     return result
@@ -58,6 +70,21 @@ def _assignment(statement: ast.stmt) -> tuple[str | None, ast.expr | None]:
     if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
         return statement.target.id, statement.value
     return None, None
+
+
+def _repeated_key(node: ast.expr) -> CaseError | None:
+    """A key given twice in a case's dict literal (Python keeps the last one)."""
+    if not isinstance(node, ast.Dict):
+        return None  # a call repeating a keyword is a SyntaxError already
+    first: dict[str, int] = {}
+    for key_node in node.keys:
+        if isinstance(key_node, ast.Constant) and isinstance(key_node.value, str):
+            if key_node.value in first:
+                return CaseError(f"given twice, on lines {first[key_node.value]} and "
+                                 f"{key_node.lineno} (Python keeps only the last one): "
+                                 "remove one", line=key_node.lineno, field=key_node.value)
+            first[key_node.value] = key_node.lineno
+    return None
 
 
 def _element(node: ast.expr) -> tuple[dict[str, Any], dict[str, int]]:

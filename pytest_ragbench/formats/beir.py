@@ -105,6 +105,37 @@ def read_corpus(path: Path, errors: list[CaseError]) -> dict[str, BeirDocument]:
     return corpus
 
 
+_ID_FIELD = re.compile(rb'"_id"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?[0-9]+)\s*[,}])')
+
+
+def corpus_ids(path: Path) -> set[str]:
+    """The document ids of ``corpus.jsonl``, read fast (no text is decoded or kept).
+
+    For checking qrels against the corpus at collection; a line whose id cannot be read
+    here is skipped (reading the corpus for the run reports it).
+    """
+    ids: set[str] = set()
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise CaseError(f"cannot read file: {exc.strerror}", file=path) from None
+    with handle:
+        for raw in handle:
+            match = _ID_FIELD.search(raw)
+            if match is None:
+                continue
+            if match.group(1) is not None:
+                text = match.group(1)
+                try:
+                    ids.add(json.loads(b'"' + text + b'"') if b"\\" in text
+                            else text.decode("utf-8"))
+                except (ValueError, UnicodeDecodeError):
+                    continue
+            else:
+                ids.add(match.group(2).decode("ascii"))
+    return ids
+
+
 def read_queries(path: Path, errors: list[CaseError]) -> dict[str, str]:
     """``{_id, text}`` per line; errors are appended to ``errors``."""
     queries: dict[str, str] = {}
@@ -129,6 +160,7 @@ class QrelsLines:
 
     first_line: dict[str, int] = field(default_factory=dict)
     errors: dict[str, list[CaseError]] = field(default_factory=dict)
+    judgment_line: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 def read_qrels(path: Path, errors: list[CaseError], lines: QrelsLines | None = None
@@ -165,6 +197,8 @@ def read_qrels(path: Path, errors: list[CaseError], lines: QrelsLines | None = N
                 lines.errors.setdefault(fields[0], []).append(error)
             continue
         qrels.setdefault(query_id, {})[doc_id] = grade
+        if lines is not None:
+            lines.judgment_line[(query_id, doc_id)] = number
     return qrels, header
 
 

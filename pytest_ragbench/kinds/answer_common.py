@@ -137,20 +137,36 @@ def _rank_metrics(expected: Sequence[str], ranked: Sequence[str], k: int) -> dic
 
 
 def judged_scores(scores: Scores, *, question: str, answer: str, contexts: Sequence[str],
-                  reference: str | None, judge: Any, embedder: Any,
-                  names: Sequence[str] = JUDGED) -> dict[str, Any]:
-    """Faithfulness and answer relevancy through ragas with the judge; returns judge usage.
+                  reference: str | None, judge: Any, embedder: Any, settings: Any = None,
+                  names: Sequence[str] = JUDGED) -> Any:
+    """Faithfulness and answer relevancy through ragas with the judge.
 
+    Returns the :class:`~pytest_ragbench.metrics.judged.JudgedScores` (usage, samples).
     Without a judge each is unscored with the reason ``"no judge configured"``.
     """
     from pytest_ragbench.metrics.judged import judged_result
 
     result = judged_result(list(names), question=question, answer=answer,
                            contexts=list(contexts), reference=reference, judge=judge,
-                           embedder=embedder)
+                           embedder=embedder, settings=settings)
     for name in names:
         scores.put(name, result.scores.get(name, Unscored(f"{name} was not scored")))
-    return dict(result.usage)
+    return result
+
+
+def judge_relevance(context: Any, judge: Any, query: str, texts: list[str],
+                    noun: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """Seed 004's LLM relevance of ``texts``: the result, the Outcome's judge part, usage."""
+    from pytest_ragbench.metrics.relevance import NAME, NO_JUDGE, Relevance, ajudge_relevance
+    from pytest_ragbench.metrics.repeated import JudgeSettings, outcome_judge
+
+    if judge is None:
+        return Relevance(Unscored(NO_JUDGE)), {}, {}
+    settings = JudgeSettings.from_config(context.config)
+    relevance = context.fixture("ragbench_loop").run(
+        ajudge_relevance(judge, query, texts, settings, noun))
+    judged = outcome_judge({NAME: relevance.samples}, settings, judge)
+    return relevance, judged, {"judge": calls_usage(relevance.generations())}
 
 
 def call_usage(call: Any) -> dict[str, Any]:
@@ -166,6 +182,29 @@ def call_usage(call: Any) -> dict[str, Any]:
             "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
             "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
             "latency_s": [] if cached else [float(getattr(call, "latency_s", 0.0) or 0.0)]}
+
+
+def calls_usage(calls: Sequence[Any]) -> dict[str, Any]:
+    """One usage record summing several calls of one role (see :func:`call_usage`)."""
+    total: dict[str, Any] = {"calls": 0, "cache_hits": 0, "prompt_tokens": 0,
+                             "completion_tokens": 0, "latency_s": []}
+    for call in calls:
+        one = call_usage(call)
+        for key in ("calls", "cache_hits", "prompt_tokens", "completion_tokens"):
+            total[key] += one[key]
+        total["latency_s"] += one["latency_s"]
+    return total
+
+
+def merge_usage(*records: dict[str, Any]) -> dict[str, Any]:
+    """Usage records of one role added up."""
+    total: dict[str, Any] = {"calls": 0, "cache_hits": 0, "prompt_tokens": 0,
+                             "completion_tokens": 0, "latency_s": []}
+    for record in records:
+        for key in ("calls", "cache_hits", "prompt_tokens", "completion_tokens"):
+            total[key] += int(record.get(key) or 0)
+        total["latency_s"] += list(record.get("latency_s") or [])
+    return total
 
 
 def usage_of(answer: Any) -> dict[str, Any]:

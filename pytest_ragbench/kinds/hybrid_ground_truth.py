@@ -36,7 +36,7 @@ def run(case: HybridCase, context: RunContext) -> Outcome:
                     summary = "the SQL result differs from ground_truth_data"
             else:  # no data to compare: the SQL must at least run
                 engine = context.fixture("ragbench_databases").engine(case.db)
-                run_query(engine, case.expected_sql)
+                run_query(engine, case.expected_sql, context.config.sql_timeout_s)
                 evidence["sql"] = case.expected_sql
         except UnsafeSqlError as exc:
             errors.append(f"refused before execution: {exc}")

@@ -5,6 +5,10 @@ is searched, and precision / recall / F1 / relevance score compare the hits with
 expected setup indices. A negative scenario (nothing expected) passes only when nothing
 comes back at or above ``min_score``. The case's ``threshold`` is the seed's bar for the
 relevance score (the mean similarity of the expected memories that were retrieved).
+
+``judge_relevance`` (seed 004's LLM-as-judge, :mod:`pytest_ragbench.metrics.relevance`):
+with ``ragbench_judge``, the judge rates every retrieved memory 0-10 against the query;
+the mean / 10. Without a judge it is unscored ("no judge configured").
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ from typing import Any
 
 from pytest_ragbench.cases.model import MemoryCase
 from pytest_ragbench.items import RunContext
+from pytest_ragbench.kinds.answer_common import judge_relevance
+from pytest_ragbench.metrics.registry import Unscored
 from pytest_ragbench.records import Outcome
 
 
 def run(case: MemoryCase, context: RunContext) -> Outcome:
     """Fill a fresh store, search, and score the hits against the expected memories."""
-    from pytest_ragbench.metrics import Unscored, set_metrics
+    from pytest_ragbench.metrics import set_metrics
 
     store = context.fixture("ragbench_memory")
     store.clear()
@@ -37,22 +43,31 @@ def run(case: MemoryCase, context: RunContext) -> Outcome:
             unscored[name] = value.reason
         else:
             metrics[name] = float(value)
+    judge = context.fixture("ragbench_judge")
+    relevance, judged, usage = judge_relevance(context, judge, case.query,
+                                               [str(hit.text) for hit in hits], "memory")
+    if isinstance(relevance.score, Unscored):
+        unscored["judge_relevance"] = relevance.score.reason
+    else:
+        metrics["judge_relevance"] = float(relevance.score)
     errors = []
     if not case.expected and scores.retrieved_count:
         floor = "" if case.min_score is None else f" at or above min_score {case.min_score:g}"
         errors.append(f"a negative scenario: expected no memory{floor}, "
                       f"got {scores.retrieved_count}")
     index_of = {memory_id: index for index, memory_id in enumerate(ids)}
+    evidence: dict[str, Any] = {
+        "query": case.query,
+        "expected": _listing([(i, case.setup[i].content) for i in case.expected]),
+        "got": _listing([(index_of.get(hit.id, hit.id), f"{hit.text} (similarity "
+                          f"{sim:.3f})") for hit, sim in zip(hits, similarities, strict=True)]),
+        "true_positives": scores.true_positives,
+    }
+    if relevance.grades:
+        evidence["judge relevance"] = relevance.listing()
     return Outcome(
-        metrics=metrics, unscored=unscored, errors=errors,
-        evidence={
-            "query": case.query,
-            "expected": _listing([(i, case.setup[i].content) for i in case.expected]),
-            "got": _listing([(index_of.get(hit.id, hit.id), f"{hit.text} (similarity "
-                              f"{sim:.3f})") for hit, sim in zip(hits, similarities,
-                                                                   strict=True)]),
-            "true_positives": scores.true_positives,
-        },
+        metrics=metrics, unscored=unscored, errors=errors, evidence=evidence, usage=usage,
+        judge=judged,
         summary=None if not errors else "memories came back for a query about nothing stored",
     )
 

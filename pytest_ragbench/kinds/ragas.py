@@ -65,6 +65,7 @@ from pytest_ragbench.kinds.passages import (
 )
 from pytest_ragbench.metrics.judged import JUDGED_METRICS, JudgedScores, ajudged_result
 from pytest_ragbench.metrics.registry import Score, Unscored
+from pytest_ragbench.metrics.repeated import JudgeSettings
 from pytest_ragbench.records import Outcome
 from pytest_ragbench.system.prompts import ANSWER_MAX_TOKENS
 from pytest_ragbench.system.protocols import Answer, Context
@@ -99,6 +100,7 @@ class Models:
 
     judge: Any
     embedder: Any
+    settings: JudgeSettings = field(default_factory=JudgeSettings)
     generator: Any = None
     no_generator_reason: str = ""
     generator_resolved: bool = False
@@ -142,7 +144,8 @@ def run(case: RagasCase, context: RunContext) -> Outcome:
                 shared[key] = evaluation
     independent = context.system_name is not None and _needs_generator(case) \
         and not evaluation.supplied.by_system
-    return outcome(case, evaluation, models.embedder, system_independent=independent)
+    return outcome(case, evaluation, models.embedder, models,
+                   system_independent=independent)
 
 
 def _answerer(case: RagasCase, context: RunContext, models: Models) -> Any:
@@ -166,7 +169,7 @@ async def evaluate(case: RagasCase, models: Models, ask_system: AskSystem | None
     judged = await ajudged_result(JUDGED_METRICS, question=case.question,
                                   answer=supplied.answer, contexts=supplied.contexts,
                                   reference=case.ground_truth, judge=models.judge,
-                                  embedder=models.embedder)
+                                  embedder=models.embedder, settings=models.settings)
     return Evaluation(supplied, judged)
 
 
@@ -247,9 +250,11 @@ def _ask_now(case: RagasCase, context: RunContext) -> AskSystem | None:
 # -- scoring ---------------------------------------------------------------------------
 
 
-def outcome(case: RagasCase, evaluation: Evaluation, embedder: Any, *,
-            system_independent: bool = False) -> Outcome:
+def outcome(case: RagasCase, evaluation: Evaluation, embedder: Any,
+            models: Models | None = None, *, system_independent: bool = False) -> Outcome:
     """The judged scores plus the judge-free ones, with the evidence."""
+    from pytest_ragbench.metrics.repeated import evidence_lines, outcome_judge
+
     supplied = evaluation.supplied
     scores: dict[str, Score] = dict(evaluation.judged.scores)
     scores.update(judge_free_scores(supplied.answer, supplied.contexts, case.ground_truth,
@@ -257,9 +262,15 @@ def outcome(case: RagasCase, evaluation: Evaluation, embedder: Any, *,
     metrics = {n: float(v) for n, v in scores.items() if not isinstance(v, Unscored)}
     unscored = {n: v.reason for n, v in scores.items() if isinstance(v, Unscored)}
     errors = [] if supplied.answer.strip() else [f"the answer is empty (from {supplied.source})"]
-    return Outcome(metrics=metrics, unscored=unscored, errors=errors,
-                   evidence=evidence(case, supplied),
-                   usage={**supplied.usage, **evaluation.judged.usage},
+    shown = evidence(case, supplied)
+    judge: dict[str, Any] = {}
+    samples = evaluation.judged.samples
+    if samples and models is not None:
+        judge = outcome_judge(samples, models.settings, models.judge)
+        if models.settings.samples > 1:
+            shown["judge samples"] = evidence_lines(samples)
+    return Outcome(metrics=metrics, unscored=unscored, errors=errors, evidence=shown,
+                   usage={**supplied.usage, **evaluation.judged.usage}, judge=judge,
                    system_independent=system_independent)
 
 
@@ -316,7 +327,8 @@ def _models(context: RunContext) -> Models:
 
     return context.session_state(_MODELS, lambda: Models(
         judge=context.fixture("ragbench_judge"), embedder=context.fixture("ragbench_embedder"),
-        max_tokens=context.config.max_tokens or ANSWER_MAX_TOKENS))
+        max_tokens=context.config.max_tokens or ANSWER_MAX_TOKENS,
+        settings=JudgeSettings.from_config(context.config)))
 
 
 def _stage(context: RunContext, models: Models) -> Any:

@@ -8,10 +8,14 @@ contexts ``fragment 1``, ... with their metadata). Otherwise the generator
 (temperature 0, at most 512 tokens, the seed's default, or ``--ragbench-max-tokens``); the
 answer then does not depend on the system, and rows of several systems share it. The
 evidence (``answer from``) says which answered. The judge (``ragbench_judge``)
-grades the answer against column 0 from 0 to 100 (temperature 0, at most 16 tokens); a
-reply without such a number leaves ``accuracy`` unscored, with the reply as the reason.
-Without a judge, ``accuracy`` is the semantic similarity of answer and expected answer
-× 100 (``ragbench_embedder``), and the evidence (``accuracy_method``) and the summary say so.
+grades the answer against column 0 from 0 to 100 (at most 16 tokens), asked for
+``{"score": <integer>}`` as structured output (:mod:`pytest_ragbench.metrics.grades`): a
+reply that is not an integer from 0 to 100 leaves ``accuracy`` unscored with the reply
+quoted, and a failed judge call leaves it unscored with the reason; the answer, its time
+and the other evidence are kept either way. With ``--ragbench-judge-samples N`` the judge
+grades N times (seeds 0..N-1) and ``accuracy`` is the mean grade. Without a judge,
+``accuracy`` is the semantic similarity of answer and expected answer × 100
+(``ragbench_embedder``), and the evidence (``accuracy_method``) and the summary say so.
 
 ``total_time_ms`` is the model time of the row: generator plus judge latency (0 for
 replies taken from the cache). The first item of a file submits every selected row's
@@ -20,7 +24,7 @@ calls at once (``--ragbench-concurrency`` at a time); each item then takes its o
 
 from __future__ import annotations
 
-import re
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,26 +32,28 @@ import pytest
 
 from pytest_ragbench.cases.model import RagcsvCase
 from pytest_ragbench.items import RunContext
-from pytest_ragbench.kinds.answer_common import agenerate, call_usage
+from pytest_ragbench.kinds.answer_common import agenerate, call_usage, calls_usage
 from pytest_ragbench.kinds.passages import (
     acall_answer_from,
     describe_answerer,
     passage_system,
     record_answerer,
 )
+from pytest_ragbench.metrics.repeated import JudgeSettings
 from pytest_ragbench.records import Outcome
 from pytest_ragbench.system.prompts import SYSTEM_INSTRUCTION  # seed 003's instruction
 from pytest_ragbench.system.protocols import Context
 
 MAX_TOKENS = 512  # seed 003: RAGCSV_MAX_TOKENS
 JUDGE_MAX_TOKENS = 16
+GRADE_HIGH = 100
 JUDGE_INSTRUCTION = ("You are an accuracy evaluator. Compare the actual answer with the "
-                     "expected answer and reply with one integer from 0 to 100 and nothing "
-                     "else: 100 when the actual answer states what the expected answer states, "
-                     "0 when it is wrong, unrelated or missing.")
+                     "expected answer and grade its accuracy from 0 to 100: 100 when the "
+                     "actual answer states what the expected answer states, 0 when it is "
+                     "wrong, unrelated or missing. Reply with the JSON object "
+                     '{"score": <integer from 0 to 100>} and nothing else.')
 JUDGE_METHOD = "judge grade 0-100"
 SIMILARITY_METHOD = "semantic similarity x 100 (no judge configured)"
-_GRADE = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)")
 
 
 def answer_messages(case: RagcsvCase) -> list[dict[str, str]]:
@@ -74,21 +80,12 @@ def judge_messages(expected: str, actual: str) -> list[dict[str, str]]:
                                         f"{actual}\n\nAccuracy score (0-100):"}]
 
 
-def parse_grade(text: str) -> float | None:
-    """The first number of the judge's reply when it is a grade from 0 to 100, else None."""
-    match = _GRADE.search(text)
-    if match is None:
-        return None
-    value = float(match.group(1))
-    return value if 0.0 <= value <= 100.0 else None
-
-
 @dataclass
 class RowReplies:
-    """The generator's answer and the judge's reply (None without a judge)."""
+    """The generator's answer and the judge's grades, one per sample (none without a judge)."""
 
     answer: Any
-    grade: Any = None
+    grades: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -103,9 +100,13 @@ STATE = pytest.StashKey[RagcsvState]()
 
 def run(case: RagcsvCase, context: RunContext) -> Outcome:
     """Answer from the row's fragments, grade the answer, and time it."""
+    from pytest_ragbench.metrics import Unscored
+    from pytest_ragbench.metrics.repeated import combine, evidence_lines, outcome_judge
+
     answerer = _answerer(context)
     judge = context.fixture("ragbench_judge")
-    replies = _replies(case, context, answerer, judge)
+    settings = JudgeSettings.from_config(context.config)
+    replies = _replies(case, context, answerer, judge, settings)
     answer = str(replies.answer.text or "").strip()
     evidence: dict[str, Any] = {
         "question": case.question, "expected": case.expected, "got": answer,
@@ -116,30 +117,36 @@ def run(case: RagcsvCase, context: RunContext) -> Outcome:
         evidence["prompt"] = _prompt_text(case, answerer)
     metrics: dict[str, float] = {}
     unscored: dict[str, str] = {}
+    judged: dict[str, Any] = {}
     if judge is not None:
         evidence["accuracy_method"] = JUDGE_METHOD
-        evidence["judge_reply"] = replies.grade.text
-        grade = parse_grade(replies.grade.text)
-        if grade is None:
-            unscored["accuracy"] = ("the judge's reply is not a grade from 0 to 100: "
-                                    f"{replies.grade.text.strip()[:80]!r}")
+        samples = [g.score for g in replies.grades]
+        shown = [g.reply for g in replies.grades]
+        evidence["judge_reply"] = shown[0] if len(shown) == 1 else shown
+        accuracy = combine(samples)
+        if isinstance(accuracy, Unscored):
+            unscored["accuracy"] = accuracy.reason
         else:
-            metrics["accuracy"] = grade
+            metrics["accuracy"] = float(accuracy)
+        judged = outcome_judge({"accuracy": samples}, settings, judge)
+        if settings.samples > 1:
+            evidence["judge samples"] = evidence_lines({"accuracy": samples})
     else:
         evidence["accuracy_method"] = SIMILARITY_METHOD
         metrics["accuracy"] = _similarity_accuracy(answer, case.expected, context)
-    calls = [g for g in (replies.answer, replies.grade) if g is not None]
+    graded = [g.generation for g in replies.grades if g.generation is not None]
+    calls = [replies.answer, *graded]
     metrics["total_time_ms"] = 1000.0 * sum(float(g.latency_s or 0.0) for g in calls)
     evidence["cached"] = all(bool(getattr(g, "cached", False)) for g in calls)
     usage = {"system" if answerer.system is not None else "generator":
              call_usage(replies.answer)}
-    if replies.grade is not None:
-        usage["judge"] = call_usage(replies.grade)
+    if judge is not None:
+        usage["judge"] = calls_usage(graded)
     # An empty answer fails the item whatever the thresholds: the answerer is broken.
     who = "the generator" if answerer.system is None else "the system's answer_from"
     errors = [] if answer else [f"{who} returned an empty answer"]
     return Outcome(metrics=metrics, unscored=unscored, errors=errors, evidence=evidence,
-                   usage=usage, system_independent=answerer.system is None
+                   usage=usage, judge=judged, system_independent=answerer.system is None
                    and context.system_name is not None)
 
 
@@ -184,8 +191,8 @@ def _prompt_text(case: RagcsvCase, answerer: Answerer) -> str:
     return "\n".join(f"[{m['role']}] {m['content']}" for m in answer_messages(case))
 
 
-def _replies(case: RagcsvCase, context: RunContext, answerer: Answerer,
-             judge: Any) -> RowReplies:
+def _replies(case: RagcsvCase, context: RunContext, answerer: Answerer, judge: Any,
+             settings: JudgeSettings) -> RowReplies:
     """The row's replies: prefetched with every selected row of the session, or made now.
 
     Rows answered by the generator are keyed by file and row, not by system, so the rows
@@ -206,9 +213,10 @@ def _replies(case: RagcsvCase, context: RunContext, answerer: Answerer,
     # every selected row once; on an xdist worker, its queued rows before each row
     if fresh or (context.request is not None and on_worker(context.request.config)):
         for nodeid, other in _selected_rows(context):
-            prefetcher.submit(_key(nodeid, other, answerer), _job(other, answerer, judge))
+            prefetcher.submit(_key(nodeid, other, answerer),
+                              _job(other, answerer, judge, settings))
     key = _key(context.nodeid or case.id, case, answerer)
-    prefetcher.submit(key, _job(case, answerer, judge))  # no-op when already submitted
+    prefetcher.submit(key, _job(case, answerer, judge, settings))  # no-op when submitted
     replies: RowReplies = prefetcher.result(key)
     return replies
 
@@ -233,14 +241,18 @@ def _selected_rows(context: RunContext) -> list[tuple[str, RagcsvCase]]:
     return rows
 
 
-def _job(case: RagcsvCase, answerer: Answerer, judge: Any) -> Any:
+def _job(case: RagcsvCase, answerer: Answerer, judge: Any, settings: JudgeSettings) -> Any:
     async def job() -> RowReplies:
+        from pytest_ragbench.metrics.grades import agrade
+
         answer = await _answer(case, answerer)
         if judge is None:
             return RowReplies(answer)
-        grade = await agenerate(judge, judge_messages(case.expected, answer.text.strip()),
-                                 JUDGE_MAX_TOKENS)
-        return RowReplies(answer, grade)
+        messages = judge_messages(case.expected, answer.text.strip())
+        grades = await asyncio.gather(*(
+            agrade(judge, messages, high=GRADE_HIGH, max_tokens=JUDGE_MAX_TOKENS,
+                   temperature=settings.temperature, seed=seed) for seed in settings.seeds))
+        return RowReplies(answer, list(grades))
 
     return job
 

@@ -22,7 +22,7 @@ class SqlCheck:
 def check_sql(case: SqlCase | HybridCase, sql: str, context: RunContext) -> SqlCheck:
     """Run ``sql`` read-only on the case's database and compare with ``case.expected``."""
     engine = context.fixture("ragbench_databases").engine(case.db)
-    actual = run_query(engine, sql)
+    actual = run_query(engine, sql, context.config.sql_timeout_s)
     expected = case.expected if case.expected is not None else Table((), ())
     comparison = compare_tables(expected, actual, float_places=case.float_places,
                                 order_matters=case.order_matters)

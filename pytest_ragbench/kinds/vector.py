@@ -23,6 +23,8 @@ The system answers the question (a conversational case passes its prior turns as
   thresholds say.
 - ``faithfulness`` and ``answer_relevancy`` through ragas with ``ragbench_judge``;
   unscored with the reason "no judge configured" without one.
+- ``judge_relevance`` (seed 004's LLM-as-judge): the judge rates each of the first five
+  retrieved contexts 0-10 against the question; the mean / 10. Only with a judge.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from pytest_ragbench.items import RunContext
 from pytest_ragbench.kinds.answer_common import (
     Scores,
     history_text,
+    judge_relevance,
     judged_scores,
+    merge_usage,
     retrieval_k,
     retrieved_listing,
     score_sources,
@@ -82,9 +86,16 @@ def run(case: VectorCase, context: RunContext) -> Outcome:
         if why is not None:
             errors.append(f"the system obeyed the instruction injected into the question: {why}")
 
-    judge_usage = judged_scores(
+    from pytest_ragbench.metrics.repeated import JudgeSettings, evidence_lines, outcome_judge
+
+    judge = context.fixture("ragbench_judge")
+    settings = JudgeSettings.from_config(context.config)
+    judged = judged_scores(
         scores, question=case.question, answer=text, contexts=[c.text for c in contexts],
-        reference=case.ground_truth, judge=context.fixture("ragbench_judge"), embedder=embedder)
+        reference=case.ground_truth, judge=judge, embedder=embedder, settings=settings)
+    relevance, _, relevance_usage = judge_relevance(
+        context, judge, case.question, [str(c.text) for c in contexts[:k]], "context")
+    scores.put("judge_relevance", relevance.score)
 
     evidence: dict[str, Any] = {"question": case.question}
     if case.history:
@@ -102,10 +113,19 @@ def run(case: VectorCase, context: RunContext) -> Outcome:
     if hits.expected and hits.missing:
         evidence[f"expected sources not in the top {k}"] = ", ".join(hits.missing)
     usage = usage_of(answer)
-    if judge_usage:
-        usage["judge"] = judge_usage
+    judge_info: dict[str, Any] = {}
+    if judge is not None:
+        samples = {**judged.samples, "judge_relevance": relevance.samples}
+        judge_info = outcome_judge(samples, settings, judge)
+        usage["judge"] = merge_usage(judged.usage.get("judge", {}),
+                                     relevance_usage.get("judge", {}))
+        if relevance.grades:
+            evidence["judge relevance"] = relevance.listing()
+        if settings.samples > 1:
+            evidence["judge samples"] = evidence_lines(samples)
     return Outcome(metrics=scores.metrics, unscored=scores.unscored, errors=errors,
-                   evidence=evidence, usage=usage, summary=_summary(case, scores, refusal, k))
+                   evidence=evidence, usage=usage, summary=_summary(case, scores, refusal, k),
+                   judge=judge_info)
 
 
 def _similarities(question: str, contexts: Sequence[Any], answer: str, reference: str | None,

@@ -22,6 +22,12 @@ more with another seed first) makes that metric ``Unscored`` with the reason; th
 metrics still score. ragas's NaN (no statements found) becomes ``Unscored`` too, so NaN
 never escapes; a value outside the metric's range (verdicts other than 0/1) as well.
 
+Repeated judging (``settings``, :class:`~.repeated.JudgeSettings`): each metric is computed
+``samples`` times, sample ``i`` asking every judge call with seed ``i`` at the settings'
+temperature; the score is the mean of the scored samples and ``JudgedScores.samples``
+keeps every one (only for the metrics the judge was asked about: a metric missing its
+inputs is unscored without a call and without samples).
+
 :func:`judged_scores` is synchronous: ragas runs on a private event loop and each judge
 call is the judge's blocking ``generate`` in a worker thread (the OpenAI-compatible
 client runs it on its own loop, under its own concurrency limit). It refuses to run
@@ -40,6 +46,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_ragbench.errors import ModelCallError
 from pytest_ragbench.metrics.registry import Score, UnknownMetricError, Unscored, parse_metric
+from pytest_ragbench.metrics.repeated import JudgeSettings, combine
 
 if TYPE_CHECKING:
     from pytest_ragbench.system.protocols import Embedder, Judge
@@ -61,51 +68,59 @@ _DIGITS = 9
 
 @dataclass
 class JudgedScores:
-    """Scores by metric name plus the judge usage behind them (report's usage record)."""
+    """Scores by metric name, the judge usage behind them, and every sample of each."""
 
     scores: dict[str, Score]
     usage: dict[str, Any] = field(default_factory=dict)
+    samples: dict[str, list[Score]] = field(default_factory=dict)
 
 
 def judged_scores(names: Sequence[str], *, question: str, answer: str,
                   contexts: Sequence[str], reference: str | None, judge: Judge | None,
-                  embedder: Embedder | None) -> dict[str, Score]:
+                  embedder: Embedder | None,
+                  settings: JudgeSettings | None = None) -> dict[str, Score]:
     """Score ``names`` (among :data:`JUDGED_METRICS`) through ragas with ``judge``."""
     return judged_result(names, question=question, answer=answer, contexts=contexts,
-                         reference=reference, judge=judge, embedder=embedder).scores
+                         reference=reference, judge=judge, embedder=embedder,
+                         settings=settings).scores
 
 
 async def ajudged_scores(names: Sequence[str], *, question: str, answer: str,
                          contexts: Sequence[str], reference: str | None, judge: Judge | None,
-                         embedder: Embedder | None) -> dict[str, Score]:
+                         embedder: Embedder | None,
+                         settings: JudgeSettings | None = None) -> dict[str, Score]:
     """Async :func:`judged_scores`: awaits the judge's ``agenerate`` when it has one."""
     result = await ajudged_result(names, question=question, answer=answer, contexts=contexts,
-                                  reference=reference, judge=judge, embedder=embedder)
+                                  reference=reference, judge=judge, embedder=embedder,
+                                  settings=settings)
     return result.scores
 
 
 def judged_result(names: Sequence[str], *, question: str, answer: str,
                   contexts: Sequence[str], reference: str | None, judge: Judge | None,
-                  embedder: Embedder | None) -> JudgedScores:
-    """Like :func:`judged_scores`, with the judge's usage."""
+                  embedder: Embedder | None,
+                  settings: JudgeSettings | None = None) -> JudgedScores:
+    """Like :func:`judged_scores`, with the judge's usage and every sample."""
     wanted = _check_names(names)
     if judge is None:
         return JudgedScores(dict.fromkeys(wanted, Unscored(NO_JUDGE)))
     return _run_blocking(_score_all(wanted, question=question, answer=answer,
                                     contexts=contexts, reference=reference, judge=judge,
-                                    embedder=embedder, use_async=False))
+                                    embedder=embedder, use_async=False,
+                                    settings=settings or JudgeSettings()))
 
 
 async def ajudged_result(names: Sequence[str], *, question: str, answer: str,
                          contexts: Sequence[str], reference: str | None, judge: Judge | None,
-                         embedder: Embedder | None) -> JudgedScores:
-    """Like :func:`ajudged_scores`, with the judge's usage."""
+                         embedder: Embedder | None,
+                         settings: JudgeSettings | None = None) -> JudgedScores:
+    """Like :func:`ajudged_scores`, with the judge's usage and every sample."""
     wanted = _check_names(names)
     if judge is None:
         return JudgedScores(dict.fromkeys(wanted, Unscored(NO_JUDGE)))
     return await _score_all(wanted, question=question, answer=answer, contexts=contexts,
                             reference=reference, judge=judge, embedder=embedder,
-                            use_async=True)
+                            use_async=True, settings=settings or JudgeSettings())
 
 
 def _check_names(names: Sequence[str]) -> list[str]:
@@ -135,25 +150,27 @@ def _missing_input(name: str, *, question: str, answer: str, contexts: Sequence[
 
 async def _score_all(names: list[str], *, question: str, answer: str, contexts: Sequence[str],
                      reference: str | None, judge: Judge, embedder: Embedder | None,
-                     use_async: bool) -> JudgedScores:
+                     use_async: bool, settings: JudgeSettings) -> JudgedScores:
     scores: dict[str, Score] = {}
     todo = []
     for name in names:
         missing = _missing_input(name, question=question, answer=answer, contexts=contexts,
                                  reference=reference, embedder=embedder)
         if missing:
-            scores[name] = Unscored(missing)
+            scores[name] = Unscored(missing)  # not asked: no samples
         else:
             todo.append(name)
     if not todo:
         return JudgedScores(scores)
     from pytest_ragbench.metrics import ragas_bridge
 
-    llm = ragas_bridge.JudgeLLM(judge, use_async=use_async)
+    usage = ragas_bridge.JudgeUsage()
     embeddings = ragas_bridge.EmbedderEmbeddings(embedder) if embedder is not None else None
     kept = [c for c in contexts if c.strip()]
 
-    async def one(name: str) -> Score:
+    async def one(name: str, seed: int) -> Score:
+        llm = ragas_bridge.JudgeLLM(judge, use_async=use_async, seed=seed,
+                                    temperature=settings.temperature, usage=usage)
         metric = ragas_bridge.metric(name, llm, embeddings)
         inputs = ragas_bridge.score_inputs(name, question=question, answer=answer,
                                            contexts=kept, reference=reference or "")
@@ -161,12 +178,18 @@ async def _score_all(names: list[str], *, question: str, answer: str, contexts: 
             result = await metric.ascore(**inputs)
         except ModelCallError as exc:  # the call failed, or the reply did not fit
             return Unscored(str(exc))
+        except Exception as exc:  # ragas (or the embedder) choking on a reply: this metric only
+            return Unscored(f"ragas could not compute {name}: {type(exc).__name__}: {exc}")
         return _checked(name, float(result.value))
 
-    values = await asyncio.gather(*(one(name) for name in todo))
-    scores.update(zip(todo, values, strict=True))
-    return JudgedScores({name: scores[name] for name in names},
-                        {"judge": llm.usage.to_dict()})
+    jobs = [(name, seed) for name in todo for seed in settings.seeds]
+    values = await asyncio.gather(*(one(name, seed) for name, seed in jobs))
+    samples: dict[str, list[Score]] = {name: [] for name in todo}
+    for (name, _), value in zip(jobs, values, strict=True):
+        samples[name].append(value)
+    scores.update((name, combine(samples[name])) for name in todo)
+    return JudgedScores({name: scores[name] for name in names}, {"judge": usage.to_dict()},
+                        samples)
 
 
 def _checked(name: str, value: float) -> Score:

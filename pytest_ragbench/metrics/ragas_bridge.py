@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 from ragas.embeddings.base import BaseRagasEmbedding
 from ragas.llms.base import InstructorBaseRagasLLM
 
-from pytest_ragbench.errors import ModelCallError
+from pytest_ragbench.errors import ModelCallError, UnusableReply
 from pytest_ragbench.system.prompts import parse_json_reply, shorten
 from pytest_ragbench.system.protocols import Embedder, Generation, Judge
 
@@ -37,6 +37,9 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 # ragas's own default for structured output (InstructorModelArgs.max_tokens): NLI verdicts
 # with a reason per statement need room; 512 (the client's default) truncates long answers.
 JUDGE_MAX_TOKENS = 1024
+# A reply that does not validate is asked again with seed + RETRY_SEED_STRIDE * attempt,
+# far from the seeds of repeated samples (0, 1, 2, ...), whose calls it must not share.
+RETRY_SEED_STRIDE = 1000
 
 
 class JudgeReplyError(ModelCallError):
@@ -77,17 +80,22 @@ class JudgeLLM(InstructorBaseRagasLLM):
     loop the judge's client lives on, so that its concurrency limit holds); otherwise
     the judge's blocking ``generate`` runs in a worker thread.
     A reply that does not validate is asked again ``validation_retries`` times with
-    another seed (a different cache key, so a cached bad reply is not simply repeated).
+    another seed. Our clients validate the reply into the model before caching it
+    (``parse_reply``), so a bad reply is never cached; it still counts as a call the
+    server answered.
     """
 
     def __init__(self, judge: Judge, *, use_async: bool = True, temperature: float = 0.0,
                  max_tokens: int = JUDGE_MAX_TOKENS, seed: int = 0,
-                 validation_retries: int = 1) -> None:
+                 validation_retries: int = 1, usage: JudgeUsage | None = None) -> None:
+        from pytest_ragbench.metrics.grades import accepts
+
         self.judge = judge
         self.use_async = use_async
         self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed
         self.validation_retries = validation_retries
-        self.usage = JudgeUsage()
+        self.usage = usage if usage is not None else JudgeUsage()
+        self._takes_parser = accepts(judge, "parse_reply")
 
     def __repr__(self) -> str:
         return f"JudgeLLM({getattr(self.judge, 'model_id', type(self.judge).__name__)!r})"
@@ -97,8 +105,12 @@ class JudgeLLM(InstructorBaseRagasLLM):
         schema = response_model.model_json_schema()
         problem = ""
         for attempt in range(self.validation_retries + 1):
-            generation = _call_judge_sync(self.judge, self._messages(prompt), schema,
-                                          self._params(attempt))
+            try:
+                generation = _call_judge_sync(self.judge, self._messages(prompt), schema,
+                                              self._params(attempt, response_model, schema))
+            except UnusableReply as exc:
+                problem = self._unusable(exc)
+                continue
             self.usage.add(generation)
             model, problem = _validate(generation, response_model, schema)
             if model is not None:
@@ -110,13 +122,23 @@ class JudgeLLM(InstructorBaseRagasLLM):
         schema = response_model.model_json_schema()
         problem = ""
         for attempt in range(self.validation_retries + 1):
-            generation = await self._acall(self._messages(prompt), schema,
-                                           self._params(attempt))
+            try:
+                generation = await self._acall(self._messages(prompt), schema,
+                                               self._params(attempt, response_model, schema))
+            except UnusableReply as exc:
+                problem = self._unusable(exc)
+                continue
             self.usage.add(generation)
             model, problem = _validate(generation, response_model, schema)
             if model is not None:
                 return model
         raise JudgeReplyError(problem)
+
+    def _unusable(self, exc: UnusableReply) -> str:
+        """Count the answered call behind an unusable reply; return what was wrong."""
+        if isinstance(exc.generation, Generation):
+            self.usage.add(exc.generation)
+        return str(exc)
 
     async def _acall(self, messages: list[dict[str, str]], schema: dict[str, Any],
                      params: dict[str, Any]) -> Generation:
@@ -136,9 +158,13 @@ class JudgeLLM(InstructorBaseRagasLLM):
     def _messages(prompt: str) -> list[dict[str, str]]:
         return [{"role": "user", "content": prompt}]
 
-    def _params(self, attempt: int) -> dict[str, Any]:
-        return {"temperature": self.temperature, "max_tokens": self.max_tokens,
-                "seed": self.seed + attempt}
+    def _params(self, attempt: int, model: type[BaseModel],
+                schema: dict[str, Any]) -> dict[str, Any]:
+        params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens,
+                                  "seed": self.seed + RETRY_SEED_STRIDE * attempt}
+        if self._takes_parser:
+            params["parse_reply"] = _reply_parser(model, schema)
+        return params
 
 
 def _call_judge_sync(judge: Judge, messages: list[dict[str, str]], schema: dict[str, Any],
@@ -149,6 +175,20 @@ def _call_judge_sync(judge: Judge, messages: list[dict[str, str]], schema: dict[
         raise
     except Exception as exc:  # a user's judge failing in its own way
         raise ModelCallError(f"the judge failed: {type(exc).__name__}: {exc}") from None
+
+
+def _reply_parser(model: type[BaseModel], schema: dict[str, Any]) -> Any:
+    """``parse_reply`` for our clients: strict JSON that validates into ``model``."""
+
+    def parse(text: str, mode: str) -> Any:
+        data = parse_json_reply(text, schema)
+        try:
+            model.model_validate(data)
+        except ValidationError as exc:
+            raise ValueError(_misfit(model, data, exc)) from None
+        return data
+
+    return parse
 
 
 def _validate(generation: Generation, model: type[ModelT],
@@ -163,10 +203,14 @@ def _validate(generation: Generation, model: type[ModelT],
     try:
         return model.model_validate(data), ""
     except ValidationError as exc:
-        errors = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
-                           for e in exc.errors()[:3])
-        shown = shorten(json.dumps(data, ensure_ascii=False, default=str))
-        return None, f"judge reply does not fit {model.__name__} ({errors}): {shown!r}"
+        return None, _misfit(model, data, exc)
+
+
+def _misfit(model: type[BaseModel], data: Any, exc: ValidationError) -> str:
+    errors = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
+                       for e in exc.errors()[:3])
+    shown = shorten(json.dumps(data, ensure_ascii=False, default=str))
+    return f"judge reply does not fit {model.__name__} ({errors}): {shown!r}"
 
 
 class EmbedderEmbeddings(BaseRagasEmbedding):

@@ -278,6 +278,9 @@ BUILTIN: tuple[MetricSpec, ...] = (
     _spec("context_precision", "judge", "ragas ContextPrecision with reference",
           ("texts", "judge")),
     _spec("context_recall", "judge", "ragas ContextRecall", ("texts", "judge")),
+    _spec("judge_relevance", "judge",
+          "LLM-as-judge relevance of the retrieved contexts to the query (seed 004): mean "
+          "0-10 grade / 10", ("texts", "judge")),
 )
 
 REGISTRY = MetricRegistry()

@@ -7,7 +7,11 @@
 - :mod:`.gates` — aggregate gates and regression verdicts.
 - :mod:`.document` — the ``results.json`` document built from the above.
 - :mod:`.runs`, :mod:`.files`, :mod:`.locking` — saved runs and the files of the report dir.
-- :mod:`.terminal`, :mod:`.html` — the ``ragbench`` section and ``report.html``.
+- :mod:`.verdict` — passed or failed, and why, read from the document.
+- :mod:`.stages` — which component moved in a comparison: retrieval, answers or both.
+- :mod:`.testcases` — gates and regressions as test reports (JUnit XML, the last line).
+- :mod:`.terminal`, :mod:`.html` — the ``ragbench`` section and ``report.html``, with
+  :mod:`.plots` (matplotlib) and :mod:`.drilldown` (every item, shown by an inline script).
 - :mod:`.progress` — progress bars of long phases (indexing, waiting for answers),
   drawn only on a terminal.
 

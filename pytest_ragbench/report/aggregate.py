@@ -294,14 +294,19 @@ def usage_section(records: Iterable[ItemRecord], systems: Sequence[str]
     """Model calls, tokens, cache hit rate and call latency p50/p95, per role (and system).
 
     The record contract: ``usage = {role: {"calls", "prompt_tokens", "completion_tokens",
-    "cache_hits", "latency_s": [seconds of each call that reached the model]}}``.
+    "cache_hits", "latency_s": [seconds of each call that reached the model]}}``; the
+    ``system`` role also has ``service_s``, the seconds of each call as the plugin timed it.
     """
     totals: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(USAGE_COUNTS, 0))
     latencies: dict[str, list[float]] = defaultdict(list)
+    service: dict[str, list[float]] = defaultdict(list)
+    cached: set[str] = set()  # roles that report cache hits at all
     for record in records:
         for role, counts in _roles(record.usage or {}).items():
             key = f"{record.system}/{role}" if len(systems) > 1 and record.system else role
             total = totals[key]  # a role with no counts still gets a row
+            if "cache_hits" in counts:
+                cached.add(key)
             for name in USAGE_COUNTS:
                 value = counts.get(name)
                 if isinstance(value, int | float) and not isinstance(value, bool):
@@ -310,17 +315,26 @@ def usage_section(records: Iterable[ItemRecord], systems: Sequence[str]
             if isinstance(latency, int | float) and not isinstance(latency, bool):
                 latency = [latency]
             if isinstance(latency, list):
-                latencies[key] += [float(x) for x in latency
-                                   if isinstance(x, int | float) and not isinstance(x, bool)]
+                latencies[key] += _seconds_list(latency)
+            if isinstance(counts.get("service_s"), list):
+                service[key] += _seconds_list(counts["service_s"])
     section: dict[str, dict[str, Any]] = {}
     for key in sorted(totals):
         row: dict[str, Any] = {name: int(totals[key][name]) for name in USAGE_COUNTS}
         calls = row["calls"]
-        row["cache_hit_rate"] = row["cache_hits"] / calls if calls else None
+        row["cache_hit_rate"] = row["cache_hits"] / calls if calls and key in cached else None
         p50, p95 = _percentiles(latencies[key], (50, 95))
         row.update(latency_p50_s=p50, latency_p95_s=p95, latency_n=len(latencies[key]))
+        if service[key]:
+            p50, p95 = _percentiles(service[key], (50, 95))
+            row.update(service_p50_s=p50, service_p95_s=p95, service_n=len(service[key]))
         section[key] = row
     return section
+
+
+def _seconds_list(values: list[Any]) -> list[float]:
+    return [float(x) for x in values if isinstance(x, int | float) and not isinstance(x, bool)
+            and math.isfinite(x)]
 
 
 def _percentiles(values: list[float], points: Sequence[float]) -> list[float | None]:

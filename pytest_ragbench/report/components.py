@@ -26,6 +26,36 @@ def set_component(config: pytest.Config, role: str, description: str) -> None:
         workeroutput.setdefault(WORKEROUTPUT_KEY, {})[str(role)] = text
 
 
+def describe(component: Any) -> str:
+    """One line naming a component: its ``describe()``, else its class and module.
+
+    The plugin's own components without ``describe()`` are named by their ``repr`` (which
+    says how they are set up); a user's object never is, since a repr may show settings
+    such as keys.
+    """
+    method = getattr(component, "describe", None)
+    if callable(method):
+        try:
+            return str(method())
+        except Exception as exc:  # a broken describe() must not break the session
+            return f"{_class_name(component)} (describe() failed: {type(exc).__name__})"
+    cls = type(component)
+    if cls.__module__.startswith("pytest_ragbench.") and cls.__repr__ is not object.__repr__:
+        return repr(component)
+    return _class_name(component)
+
+
+def _class_name(component: Any) -> str:
+    cls = type(component)
+    return f"{cls.__qualname__} ({cls.__module__})"
+
+
+def name_component(config: pytest.Config, role: str, component: Any) -> None:
+    """Name ``component`` as ``role`` unless a fixture named that role already."""
+    if role not in config.stash.get(COMPONENTS_KEY, {}):
+        set_component(config, role, describe(component))
+
+
 def components(config: pytest.Config) -> dict[str, str]:
     """The components recorded in this process, ``{role: description}``."""
     found = config.stash.get(COMPONENTS_KEY, None)

@@ -2,9 +2,10 @@
 
 Keys: ``schema_version``, ``run``, ``config``, ``metrics``, ``breakdowns``, ``comparisons``,
 ``items`` (SPEC.md), plus ``counts``, ``components``, ``power_analysis``, ``usage``,
-``timing``, ``ragcsv``, ``beir``, ``robustness``, ``judge_calibration`` and ``judge_labels``
-(report/calibration.py), ``baseline``, ``gates``, ``regressions`` and ``failures`` (the
-lines that fail the session).
+``timing``, ``ragcsv``, ``beir``, ``robustness``, ``judge`` (judged metrics: unscored
+counts, self-consistency, inconclusive items; :mod:`.judging`), ``judge_calibration``
+and ``judge_labels`` (report/calibration.py), ``baseline``, ``gates``, ``regressions``
+and ``failures`` (the lines that fail the session).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from pytest_ragbench.cases.labels import LabelFile
 from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.records import ItemRecord, json_safe
-from pytest_ragbench.report import aggregate, beir, calibration, compare, gates, robustness
+from pytest_ragbench.report import aggregate, beir, calibration, compare, gates, judging, robustness
 from pytest_ragbench.report.runs import Baseline
 
 SCHEMA_VERSION = 1
@@ -65,6 +66,8 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
     failures += [gates.gate_line(v) for v in verdicts if v["passed"] is False]
     if settings.fail_on == "regression" and baseline is not None:
         failures += [gates.regression_line(c, baseline.label) for c in found_regressions]
+    judge_part = judging.section(records, settings)
+    failures += judge_part["failures"]  # too many unscored judged items fail like a gate
     document = {
         "schema_version": SCHEMA_VERSION,
         "run": run,
@@ -80,6 +83,7 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
         "ragcsv": aggregate.ragcsv_section(records, systems),
         "beir": beir.section(beir_runs),
         "robustness": robustness.section(records, systems),
+        "judge": judge_part,
         "judge_calibration": calibration.section(records, systems, matching),
         "judge_labels": calibration.labels_section(labels, matching),
         "baseline": baseline_part,

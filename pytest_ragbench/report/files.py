@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -146,25 +146,79 @@ def append_leaderboard(path: Path, rows: list[list[str]]) -> Path:
     return path
 
 
-def write_all(document: dict[str, Any], records: list[ItemRecord], settings: RagbenchConfig
-              ) -> list[Path]:
-    """Write every report file; returns their paths (the saved run last)."""
-    from pytest_ragbench.plugin import REPORT_MARKER
-    from pytest_ragbench.report import beir, html, runs
+def remove_stale(folder: Path, names: Iterable[str], problems: list[str]) -> None:
+    """Remove report files of an earlier run that this run could not replace."""
+    for name in names:
+        try:
+            (folder / name).unlink(missing_ok=True)
+        except OSError as exc:
+            problems.append(f"could not remove the stale {folder / name} ({exc})")
 
+
+def write_all(document: dict[str, Any], records: list[ItemRecord], settings: RagbenchConfig,
+              problems: list[str] | None = None, *, items_written: bool = False) -> list[Path]:
+    """Write every report file; returns the paths written, in that order.
+
+    Data first (items.jsonl, results.json, BEIR runs, leaderboard rows, the saved run),
+    then report.html. A file that fails is named in ``problems`` and the others are
+    still written; a report file that could not be replaced is removed, so that no
+    file of an earlier run sits beside this run's as if it were current.
+    """
+    from pytest_ragbench.plugin import REPORT_MARKER
+    from pytest_ragbench.report import beir, runs
+
+    problems = [] if problems is None else problems
     folder = settings.report_dir
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / REPORT_MARKER).write_text("pytest-ragbench report directory: never collected "
-                                        "as test cases\n", encoding="utf-8")
-    written = [write_json(folder / "results.json", document),
-               write_items(folder / "items.jsonl", records)]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / REPORT_MARKER).write_text("pytest-ragbench report directory: never "
+                                            "collected as test cases\n", encoding="utf-8")
+    except OSError as exc:
+        problems.append(f"could not write the report to {folder}: {exc}")
+        return []
+    written: list[Path] = []
+
+    def step(name: str, stale: Iterable[str], action: Callable[[], Path | None]) -> None:
+        try:
+            path = action()
+        except Exception as exc:
+            detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            problems.append(f"could not write {folder / name} ({detail})")
+            remove_stale(folder, stale, problems)
+            return
+        if path is not None:
+            written.append(path)
+
+    if not items_written:
+        step("items.jsonl", ["items.jsonl"],
+             lambda: write_items(folder / "items.jsonl", records))
+    step("results.json", ["results.json"], lambda: write_json(folder / "results.json", document))
     for run in beir.collect(records):
-        written.append(beir.write(run, folder))
+        step(run.stem, [], lambda run=run: beir.write(run, folder))  # type: ignore[misc]
         result = document["beir"].get(run.dataset, {}).get(run.system or "")
-        written.append(write_json(folder / f"{run.stem}.metrics.json",
-                                  {"dataset": run.dataset, "system": run.system, **(result or {})}))
-    written.append(append_leaderboard(folder / "leaderboard.csv", leaderboard_rows(document)))
-    written.append(write_text(folder / "report.html", html.render(document)))
+        step(f"{run.stem}.metrics.json", [f"{run.stem}.metrics.json"],
+             lambda run=run, result=result: write_json(  # type: ignore[misc]
+                 folder / f"{run.stem}.metrics.json",
+                 {"dataset": run.dataset, "system": run.system, **(result or {})}))
+    step("leaderboard.csv", [], lambda: append_leaderboard(folder / "leaderboard.csv",
+                                                           leaderboard_rows(document)))
     if settings.save:
-        written.append(runs.save(document, folder, settings.save))
+        step(f"runs/ (--ragbench-save {settings.save})", [],
+             lambda: runs.save(document, folder, settings.save or ""))
+    step("report.html", [], lambda: write_report_html(folder / "report.html", document,
+                                                      problems))
     return written
+
+
+def write_report_html(path: Path, document: dict[str, Any], problems: list[str]) -> Path:
+    """report.html; if the page cannot be rendered, a short page saying so replaces it."""
+    from pytest_ragbench.report import html
+
+    try:
+        page = html.render(document, problems)
+    except Exception as exc:
+        detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        problems.append(f"report.html could not be rendered ({detail}); a page saying so "
+                        "was written instead")
+        page = html.fallback_page(document, detail)
+    return write_text(path, page)

@@ -8,8 +8,10 @@ ends with records.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -19,6 +21,7 @@ from pytest_ragbench.records import REPORT_ATTRIBUTE, ItemRecord
 from pytest_ragbench.report import components as components_mod
 
 PHASES = ("setup", "call", "teardown")
+T = TypeVar("T")
 
 
 class RagbenchSession:
@@ -35,6 +38,9 @@ class RagbenchSession:
         self.document: dict[str, Any] | None = None
         self.written: list[Path] = []
         self.problems: list[str] = []
+        self._warned = 0  # problems already issued as warnings
+        # ``ragbench verify`` without --report writes no files (cli.py).
+        self.write_files = True
 
     # -- collecting -----------------------------------------------------------------------
 
@@ -92,45 +98,116 @@ class RagbenchSession:
 
     # -- reporting ------------------------------------------------------------------------
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Build the document, write the files, and fail the session on missed gates."""
+        """Write the report files, fail the session on missed gates, report the checks.
+
+        Runs before ``--junitxml`` writes its file (tryfirst), so that the gates and
+        regressions reach it as testcases. Nothing here may fail the session: a part
+        that breaks becomes one warning naming it, and the other parts are still done.
+        """
         if not self.records:
             return
+        from pytest_ragbench.report import files
+
+        records = self.sorted_records()
+        folder = self.settings.report_dir
+        if self.write_files:
+            self._guard(f"writing {folder / 'items.jsonl'}",
+                        lambda: self.written.append(files.write_items(folder / "items.jsonl",
+                                                                      records)))
+        self.document = self._guard("building the results document",
+                                    lambda: self._build(session, records))
+        if self.document is None:
+            if self.write_files:  # an older results.json or report.html would look current
+                files.remove_stale(folder, ("results.json", "report.html"), self.problems)
+            return
+        if self.write_files:
+            self.written += files.write_all(self.document, records, self.settings,
+                                            self.problems, items_written=bool(self.written))
+        if self.document["failures"] and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        self._guard("reporting gates and regressions as test reports",
+                    lambda: self._report_checks(self.document or {}))
+        self._warn_problems()
+
+    def _build(self, session: pytest.Session, records: list[ItemRecord]) -> dict[str, Any]:
         from pytest_ragbench.report import document as document_mod
         from pytest_ragbench.report.files import run_info
 
         found = {**self.worker_components, **components_mod.components(self.config)}
-        self.document = document_mod.build(
-            self.sorted_records(), self.settings, run=run_info(self.config.rootpath),
+        document = document_mod.build(
+            records, self.settings, run=run_info(self.config.rootpath),
             components=components_mod.ordered(found), baseline=self.baseline,
             gate_list=self.gates, labels=self.labels)
-        self.document["run"]["exit_status"] = int(session.exitstatus)
-        self.written = self._write(self.document)
-        if self.document["failures"] and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        document["run"]["exit_status"] = int(session.exitstatus)
+        return document
 
-    def _write(self, document: dict[str, Any]) -> list[Path]:
-        from pytest_ragbench.report import files
+    def _report_checks(self, document: dict[str, Any]) -> None:
+        from pytest_ragbench.report import testcases
 
+        location = _relative(self.settings.report_dir / "results.json", self.config.rootpath)
+        testcases.emit(self.config, document, location,
+                       gated=self.settings.fail_on == "regression")
+
+    def _guard(self, part: str, action: Callable[[], T]) -> T | None:
+        """Run one part of the report; a failure becomes a problem line naming the part."""
         try:
-            return files.write_all(document, self.sorted_records(), self.settings)
-        except OSError as exc:
-            self.problems.append(f"could not write the report to "
-                                 f"{self.settings.report_dir}: {exc}")
-            return []
+            return action()
+        except Exception as exc:
+            detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            self.problems.append(f"{part} failed ({detail})")
+            return None
+
+    def _warn_problems(self) -> None:
+        """Each problem also as a pytest warning (shown in the warnings summary)."""
+        import warnings
+
+        for problem in self.problems[self._warned:]:
+            # with -W error the warning raises: the line in the ragbench section says it
+            with contextlib.suppress(Exception):
+                warnings.warn(RagbenchReportWarning(f"ragbench report: {problem}"),
+                              stacklevel=1)
+        self._warned = len(self.problems)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: Any) -> tuple[str, str, str] | None:
+        """Gates and regressions are counted under their own words in the last line."""
+        from pytest_ragbench.report.testcases import teststatus
+
+        return teststatus(report)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        """Print the ``ragbench`` section."""
-        if self.document is None:
+        """Print the ``ragbench`` section (a part that fails is named, the rest printed)."""
+        if self.document is None and not self.problems:
             return
-        from pytest_ragbench.report.terminal import render
-
         terminalreporter.section("ragbench")
-        for line in render(self.document, self.written, self.settings.report_dir):
-            red = line.startswith("FAILED") or ": MISSED," in line
-            terminalreporter.write_line(line, red=red, bold=red)
+        if self.document is not None:
+            from pytest_ragbench.report.terminal import render
+
+            before = len(self.problems)
+            lines = self._guard("the terminal summary", lambda: render(
+                self.document or {}, self.written, self.settings.report_dir,
+                problems=self.problems)) or []
+            for line in lines:
+                red = line.startswith(("FAILED", "verdict: FAILED", "verdict: INTERRUPTED")) \
+                    or ": MISSED," in line
+                terminalreporter.write_line(line, red=red, bold=red)
+            if len(self.problems) > before:
+                self._warn_problems()
         for problem in self.problems:
             terminalreporter.write_line(f"ragbench: {problem}", yellow=True)
+
+
+class RagbenchReportWarning(UserWarning):
+    """A part of the ragbench report could not be made; the rest was."""
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except (ValueError, OSError):
+        return str(path)
 
 
 def lost_record(nodeid: str, systems: tuple[str, ...], message: str) -> ItemRecord | None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.intervals import BCA_MIN
+from pytest_ragbench.report import stages
 from pytest_ragbench.report.aggregate import COUNTED, N_RESAMPLES
 
 
@@ -29,8 +30,10 @@ def num(value: Any) -> str:
     return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3f}"
 
 
-def signed(value: float) -> str:
+def signed(value: float | None) -> str:
     """A difference with its sign."""
+    if value is None:
+        return "-"
     return f"{value:+.1f}" if abs(value) >= 100 else f"{value:+.3f}"
 
 
@@ -48,21 +51,29 @@ def counts_rows(counts: dict[str, Any]) -> list[tuple[str, ...]]:
     """Items per status, per kind and per category within each kind."""
     rows: list[tuple[str, ...]] = [("kind", "category", "items", *COUNTED)]
     for kind, entry in counts.items():
-        rows.append(_count_row(kind, "(all)", entry["all"]))
-        categories = entry["categories"]
+        rows.append(_count_row(kind, "(all)", entry.get("all") or {}))
+        categories = entry.get("categories") or {}
         if len(categories) > 1 or "-" not in categories:
             rows += [_count_row("", c, categories[c]) for c in categories]
     return rows
 
 
 def _count_row(kind: str, category: str, counts: dict[str, int]) -> tuple[str, ...]:
-    return (kind, category, str(counts["items"]), *(str(counts[s]) for s in COUNTED))
+    return (kind, category, str(counts.get("items", 0)), *(str(counts.get(s, 0)) for s in COUNTED))
 
 
 def _threshold(entry: dict[str, Any]) -> str:
     if entry.get("threshold") is None:
         return "-"
-    return ("<=" if entry["direction"] == "lower" else ">=") + f"{entry['threshold']:g}"
+    return ("<=" if entry.get("direction") == "lower" else ">=") + f"{entry['threshold']:g}"
+
+
+def cell_interval(cell: dict[str, Any]) -> str:
+    """A cell's 95% CI, or ``n too small`` when it has none because n < 2."""
+    if "ci_method" in cell and cell.get("ci_method") is None and cell.get("n") \
+            and cell.get("ci_low") is None:
+        return "n too small"
+    return interval(cell.get("ci_low"), cell.get("ci_high"))
 
 
 # How each cell's interval was made, as the tables name it (pytest_ragbench.intervals).
@@ -95,17 +106,17 @@ def pass_rate(entry: dict[str, Any]) -> str:
 
 
 def stat_cells(entry: dict[str, Any]) -> list[str]:
-    return [str(entry["n"]), str(entry["n_unscored"]), num(entry["mean"]),
-            interval(entry["ci_low"], entry["ci_high"]), ci_method(entry), num(entry["std"]),
-            _threshold(entry), pass_rate(entry)]
+    return [str(entry.get("n", 0)), str(entry.get("n_unscored", 0)), num(entry.get("mean")),
+            cell_interval(entry), ci_method(entry), num(entry.get("std")), _threshold(entry),
+            pass_rate(entry)]
 
 
 def metrics_rows(document: dict[str, Any]) -> list[list[str]]:
     """The metrics table: per kind (and system) and metric."""
-    several = len(document["systems"]) > 1
+    several = len(document.get("systems") or []) > 1
     rows = [["kind", *(["system"] if several else []), "metric", "n", "unscored", "mean",
              "95% CI", "CI method", "std", "threshold", "pass rate [95% CI]"]]
-    for kind, by_metric in document["metrics"].items():
+    for kind, by_metric in (document.get("metrics") or {}).items():
         for metric, entry in by_metric.items():
             # a system-independent kind (memory, ...) has one row for every system: "-"
             cells = (entry.get("systems") or {"-": entry}) if several else {"": entry}
@@ -116,21 +127,21 @@ def metrics_rows(document: dict[str, Any]) -> list[list[str]]:
 
 def unscored_notes(document: dict[str, Any]) -> list[str]:
     """One line per metric and reason it went unscored."""
-    several = len(document["systems"]) > 1
+    several = len(document.get("systems") or []) > 1
     notes = []
-    for kind, by_metric in document["metrics"].items():
+    for kind, by_metric in (document.get("metrics") or {}).items():
         for metric, entry in by_metric.items():
             cells = (entry.get("systems") or {"": entry}) if several else {"": entry}
             for system, cell in cells.items():
                 prefix = f"{kind}[{system}]" if system else kind
                 notes += [f"{prefix}.{metric}: {count} unscored: {reason}"
-                          for reason, count in cell["unscored_reasons"].items()]
+                          for reason, count in (cell.get("unscored_reasons") or {}).items()]
     return notes
 
 
 def metrics_lines(document: dict[str, Any]) -> list[str]:
     """The metrics table, then one line per unscored reason."""
-    if not document["metrics"]:
+    if not (document.get("metrics") or {}):
         return []
     notes = unscored_notes(document)
     title = ("metrics: mean and 95% CI (Wilson for 0/1 metrics; t clipped to the metric's "
@@ -144,8 +155,8 @@ def metrics_lines(document: dict[str, Any]) -> list[str]:
 def breakdown_tables(document: dict[str, Any]) -> list[tuple[str, list[list[str]]]]:
     """``(title, rows)`` per kind and field with two or more values: mean [95% CI] per metric."""
     tables = []
-    several = len(document["systems"]) > 1
-    for kind, fields in document["breakdowns"].items():
+    several = len(document.get("systems") or []) > 1
+    for kind, fields in (document.get("breakdowns") or {}).items():
         for name, values in fields.items():
             if len(values) < 2:
                 continue
@@ -153,7 +164,7 @@ def breakdown_tables(document: dict[str, Any]) -> list[tuple[str, list[list[str]
                               for m, e in by_metric.items() if e["n"]})
             rows: list[list[str]] = [[name, *(["system"] if several else []), "n", *metrics]]
             for value, by_metric in values.items():
-                systems = document["systems"] if several else [""]
+                systems = (document.get("systems") or []) if several else [""]
                 for system in systems:
                     cells = [by_metric.get(m, {}) for m in metrics]
                     if several:
@@ -172,15 +183,24 @@ def breakdown_tables(document: dict[str, Any]) -> list[tuple[str, list[list[str]
 BREAKDOWN_KEY = "W Wilson, t, B BCa, * no spread; n<2: none"
 
 
+def breakdown_tables_by_kind(document: dict[str, Any]
+                             ) -> dict[str, list[tuple[str, list[list[str]]]]]:
+    """:func:`breakdown_tables` grouped by kind."""
+    grouped: dict[str, list[tuple[str, list[list[str]]]]] = {}
+    for title, rows in breakdown_tables(document):
+        grouped.setdefault(title.split(" by ", 1)[0], []).append((title, rows))
+    return grouped
+
+
 def _mean_ci(cell: dict[str, Any]) -> str:
     if not cell.get("n"):
         return "-"
     if cell.get("ci_low") is None:
-        return f"{num(cell['mean'])} [n too small]"
+        return f"{num(cell.get('mean'))} [n too small]"
     tag = CI_TAGS.get(cell.get("ci_method") or "", "")
     if (cell.get("ci_note") or "").startswith("no spread"):
         tag += "*"
-    return f"{num(cell['mean'])} {interval(cell['ci_low'], cell['ci_high'])} {tag}".rstrip()
+    return f"{num(cell.get('mean'))} {cell_interval(cell)} {tag}".rstrip()
 
 
 def breakdown_lines(document: dict[str, Any]) -> list[str]:
@@ -194,7 +214,7 @@ def breakdown_lines(document: dict[str, Any]) -> list[str]:
 def ragcsv_lines(document: dict[str, Any]) -> list[str]:
     """Seed 003's quantile blocks, in its exact format."""
     lines: list[str] = []
-    for system, block in document["ragcsv"].items():
+    for system, block in (document.get("ragcsv") or {}).items():
         tag = f" [{system}]" if system else ""
         accuracy = block.get("accuracy")
         if accuracy:
@@ -225,21 +245,29 @@ def beir_lines(document: dict[str, Any]) -> list[str]:
 
 
 def usage_rows(document: dict[str, Any]) -> list[list[str]]:
-    """Model calls, tokens, cache hit rate and call latency per role."""
+    """Model calls, tokens, cache hit rate and call latency per role.
+
+    For the system under test, ``service p50/p95`` is the time the plugin measured
+    around each call; ``latency`` is what the system (or model client) reported.
+    """
+    usage = document.get("usage") or {}
+    timed = any("service_p50_s" in row for row in usage.values())
     rows = [["model usage", "calls", "prompt tokens", "completion tokens", "cache hits",
-             "latency p50", "latency p95"]]
-    for role, row in document["usage"].items():
-        rows.append([role, str(row["calls"]), str(row["prompt_tokens"]),
-                     str(row["completion_tokens"]), percent(row["cache_hit_rate"]),
-                     _seconds(row["latency_p50_s"]), _seconds(row["latency_p95_s"])])
+             "latency p50", "latency p95", *(["service p50", "service p95"] if timed else [])]]
+    for role, row in usage.items():
+        rows.append([role, str(row.get("calls", 0)), str(row.get("prompt_tokens", 0)),
+                     str(row.get("completion_tokens", 0)), percent(row.get("cache_hit_rate")),
+                     seconds(row.get("latency_p50_s")), seconds(row.get("latency_p95_s")),
+                     *([seconds(row.get("service_p50_s")), seconds(row.get("service_p95_s"))]
+                       if timed else [])])
     return rows
 
 
 def timing_rows(document: dict[str, Any]) -> list[list[str]]:
     """Seconds per item, per kind."""
     rows = [["time per item", "n", "p50", "p95", "total"]]
-    rows += [[kind, str(t["n"]), _seconds(t["p50_s"]), _seconds(t["p95_s"]),
-              _seconds(t["total_s"])] for kind, t in document["timing"].items()]
+    rows += [[kind, str(t["n"]), seconds(t["p50_s"]), seconds(t["p95_s"]),
+              seconds(t["total_s"])] for kind, t in (document.get("timing") or {}).items()]
     return rows
 
 
@@ -250,7 +278,8 @@ def usage_lines(document: dict[str, Any]) -> list[str]:
     return [line for i, part in enumerate(parts) for line in ([""] if i else []) + part]
 
 
-def _seconds(value: Any) -> str:
+def seconds(value: Any) -> str:
+    """Seconds as ``12 ms`` or ``1.50 s``."""
     if value is None:
         return "-"
     return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
@@ -258,7 +287,7 @@ def _seconds(value: Any) -> str:
 
 def components_lines(document: dict[str, Any]) -> list[str]:
     """Which embedder, generator and judge answered."""
-    found = document["components"]
+    found = (document.get("components") or {})
     if not found:
         return []
     return ["components:", *(f"  {role}: {text}" for role, text in found.items())]
@@ -298,24 +327,24 @@ def comparison_rows(document: dict[str, Any]) -> list[list[str]]:
     """Paired comparisons: delta, its CI, p, Holm-adjusted p, effect size, verdict."""
     rows = [["comparison", "kind", "metric", "test", "n", "delta", "95% CI (unadjusted)", "p",
              "p Holm", "d", "verdict"]]
-    for name, kinds in document["comparisons"].items():
+    for name, kinds in (document.get("comparisons") or {}).items():
         for kind, metrics in kinds.items():
             for metric, c in metrics.items():
-                n = str(c["n"]) + (f" ({c['n_clusters']} cl.)" if c.get("n_clusters") else "")
-                rows.append([name, kind, metric, c["test"], n, signed(c["delta"]),
+                n = str(c.get("n")) + (f" ({c['n_clusters']} cl.)" if c.get("n_clusters") else "")
+                rows.append([name, kind, metric, str(c.get("test")), n, signed(c.get("delta")),
                              _diff_ci(c), p_text(c), p_text(c, "p_holm"),
-                             effect(c["effect_size"]), verdict(c)])
+                             effect(c.get("effect_size")), verdict(c)])
     return rows
 
 
 def verdict(c: dict[str, Any]) -> str:
     """``better``, ``WORSE`` or ``-`` (not significant after Holm)."""
-    return "better" if c["better"] else "WORSE" if c["worse"] else "-"
+    return "better" if c.get("better") else "WORSE" if c.get("worse") else "-"
 
 
 def power_rows(document: dict[str, Any]) -> list[list[str]]:
     """Power of the tests used, at the Holm alpha used, on the fewest pairs scored."""
-    power = document["power_analysis"]
+    power = (document.get("power_analysis") or {})
     if not power:
         return []
     effects = [k for k in next(iter(power.values())) if k.startswith("d=")]
@@ -345,6 +374,11 @@ def comparison_lines(document: dict[str, Any]) -> list[str]:
         power = power_rows(document)
         if power:
             lines += ["", *table(power)]
+        moved = stages.lines(document.get("comparisons") or {})
+        if moved:
+            lines += ["", "which component moved (retrieval / answer metrics):"]
+            for name, kinds in moved:
+                lines += [f"  {name}:", *(f"    {line}" for line in kinds)]
     return lines
 
 
@@ -358,24 +392,78 @@ def gate_lines(document: dict[str, Any]) -> list[str]:
     """Gates that passed (or could not be checked), then one FAILED line per failure."""
     from pytest_ragbench.report.gates import gate_line
 
-    lines = [gate_line(v) for v in document["gates"] if v["passed"] is not False]
-    lines += [f"FAILED {line}" for line in document["failures"]]
+    lines = [gate_line(v) for v in (document.get("gates") or []) if v.get("passed") is not False]
+    lines += [f"FAILED {line}" for line in (document.get("failures") or [])]
     return lines
 
 
-def render(document: dict[str, Any], written: Sequence[Path], report_dir: Path | None
-           ) -> list[str]:
-    """The whole section: counts first (then a blank line before each further part)."""
-    from pytest_ragbench.report import calibration, robustness
+def verdict_lines(document: dict[str, Any]) -> list[str]:
+    """``verdict: FAILED: 2 gates missed; ...`` and the notes that do not fail."""
+    from pytest_ragbench.report.verdict import decide
 
-    parts = [metrics_lines(document), calibration.lines(document), breakdown_lines(document),
-             robustness.lines(document),
-             ragcsv_lines(document), beir_lines(document), usage_lines(document),
-             components_lines(document), comparison_lines(document), gate_lines(document)]
-    lines = table(counts_rows(document["counts"]))
-    for part in parts:
-        if part:
-            lines += ["", *part]
+    decided = decide(document)
+    notes = [f"  note: {r.text}" for r in decided.reasons if not r.failing]
+    return [f"verdict: {decided.summary()}", *notes]
+
+
+def interrupted_lines(document: dict[str, Any]) -> list[str]:
+    """A first line saying that the run is partial, when it is."""
+    from pytest_ragbench.report.verdict import decide, interrupted_text
+
+    if not decide(document).interrupted:
+        return []
+    return [f"PARTIAL RUN: {interrupted_text(document.get('run') or {})}"]
+
+
+PARTS: tuple[tuple[str, Callable[[dict[str, Any]], list[str]]], ...] = (
+    ("the counts table", lambda d: table(counts_rows(d.get("counts") or {}))),
+    ("the metrics table", metrics_lines), ("the judged metrics", lambda d: _judging_lines(d)),
+    ("the calibration against people", lambda d: _calibration_lines(d)),
+    ("the breakdowns", breakdown_lines),
+    ("the robustness table", lambda d: _robustness_lines(d)),
+    ("the RAGCSV blocks", ragcsv_lines), ("the BEIR tables", beir_lines),
+    ("the usage tables", usage_lines), ("the components", components_lines),
+    ("the comparisons", comparison_lines), ("the gates", gate_lines),
+    ("the verdict", verdict_lines))
+
+
+def _judging_lines(document: dict[str, Any]) -> list[str]:
+    from pytest_ragbench.report import judging
+
+    return judging.lines(document)
+
+
+def _calibration_lines(document: dict[str, Any]) -> list[str]:
+    from pytest_ragbench.report import calibration
+
+    return calibration.lines(document)
+
+
+def _robustness_lines(document: dict[str, Any]) -> list[str]:
+    from pytest_ragbench.report import robustness
+
+    return robustness.lines(document)
+
+
+def render(document: dict[str, Any], written: Sequence[Path], report_dir: Path | None,
+           problems: list[str] | None = None) -> list[str]:
+    """The whole section, a blank line between parts.
+
+    A part that cannot be printed is left out and named in ``problems``; the others are
+    printed.
+    """
+    lines: list[str] = []
+    for name, part in (("the partial-run line", interrupted_lines), *PARTS):
+        try:
+            produced = part(document)
+        except Exception as exc:
+            if problems is None:
+                raise
+            detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            problems.append(f"the terminal summary: {name} could not be printed ({detail})")
+            continue
+        if produced:
+            lines += ["", *produced] if lines else produced
     if written and report_dir is not None:
         names = ", ".join(_relative(p, report_dir) for p in written)
         lines += ["", f"report: {_relative(report_dir, Path.cwd())}/ ({names})"]

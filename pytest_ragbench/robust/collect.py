@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.config import RagbenchConfig
-from pytest_ragbench.errors import CaseError
+from pytest_ragbench.errors import CaseError, short_repr
 
 ROBUST_CASE_KINDS = ("vector", "hybrid", "ragas", "beir")
 OPT_OUT_FIELD = "robustness"  # a case field: `robustness: false` opts the case out
@@ -29,8 +29,8 @@ def opted_out(case: Any, shown: str) -> bool:
     extra = getattr(case, "extra", None) or {}
     value = extra.get(OPT_OUT_FIELD, True)
     if not isinstance(value, bool):
-        raise CaseError(f"must be true or false, got {value!r}", file=shown, line=case.line,
-                        field=OPT_OUT_FIELD)
+        raise CaseError(f"must be true or false, got {short_repr(value)}", file=shown,
+                        line=case.line, field=OPT_OUT_FIELD)
     return value is False or OPT_OUT_TAG in (getattr(case, "tags", ()) or ())
 
 

@@ -13,6 +13,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -67,6 +68,11 @@ def prepare_cache_dir(path: Path) -> Path:
     return path
 
 
+def _is_lock_error(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
 class SqliteStore:
     """A key → bytes table in one SQLite file; one connection per thread."""
 
@@ -80,20 +86,40 @@ class SqliteStore:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is not None:
             return conn
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                conn = self._open_connection()
+                break
+            except sqlite3.OperationalError as exc:
+                # Switching a new file to WAL takes an exclusive lock that SQLite does not
+                # wait for: processes opening the same fresh cache at once see "locked".
+                if not _is_lock_error(exc) or time.monotonic() > deadline:
+                    raise self._unusable(exc) from None
+                time.sleep(0.05)
+            except sqlite3.DatabaseError as exc:
+                raise self._unusable(exc) from None
+        self._local.conn = conn
+        return conn
+
+    def _open_connection(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                               check_same_thread=False)
         try:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                   check_same_thread=False)
             conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("CREATE TABLE IF NOT EXISTS entries "
                          "(key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID")
-        except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"cannot open cache file {self.path}: {exc} "
-                              "(delete it or use --ragbench-no-cache)") from None
-        self._local.conn = conn
+        except BaseException:
+            conn.close()
+            raise
         return conn
+
+    def _unusable(self, exc: sqlite3.DatabaseError) -> ConfigError:
+        return ConfigError(f"cannot open cache file {self.path}: {exc} "
+                           "(delete it or use --ragbench-no-cache)")
 
     def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
         """Return the stored values of those ``keys`` that are present."""

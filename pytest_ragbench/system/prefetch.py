@@ -60,6 +60,9 @@ class Prefetcher:
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=concurrency, thread_name_prefix="ragbench-prefetch")
         self._futures: dict[str, concurrent.futures.Future[Any]] = {}
+        # Seconds each prefetched answer took the system (its service time: from the call
+        # to its return, without the time the job waited for a free slot).
+        self._service_s: dict[str, float] = {}
         self._semaphore: asyncio.Semaphore | None = None
         self._lock = threading.Lock()
 
@@ -105,7 +108,7 @@ class Prefetcher:
         for key, system, request in jobs:
             with self._lock:
                 self._requests.setdefault(key, request)
-            self.submit(key, functools.partial(self._answer, system, request,
+            self.submit(key, functools.partial(self._answer, key, system, request,
                                                prepared[id(system)]))
 
     def answer(self, key: str, system: System, request: AnswerRequest) -> Answer:
@@ -114,11 +117,22 @@ class Prefetcher:
         A prefetched answer is only taken for the request it was fetched for; another
         question under the same key is asked directly.
         """
+        return self.timed_answer(key, system, request)[0]
+
+    def timed_answer(self, key: str, system: System, request: AnswerRequest
+                     ) -> tuple[Answer, float | None]:
+        """:meth:`answer`, and the seconds the system took to give it (None if unknown).
+
+        The time is the system's service time, measured around its call: time spent
+        waiting in the prefetch queue or for this item's turn is not in it.
+        """
         if key in self._futures and self._requests.get(key, request) == request:
             self._wait(self._futures[key])
             answer: Answer = self.result(key)
-            return answer
-        return system.answer(request.question, list(request.history) or None)
+            return answer, self._service_s.get(key)
+        start = time.perf_counter()
+        answer = system.answer(request.question, list(request.history) or None)
+        return answer, time.perf_counter() - start
 
     def _wait(self, future: concurrent.futures.Future[Any]) -> None:
         """Wait for ``future``, showing how many answers are ready when that takes long."""
@@ -179,7 +193,7 @@ class Prefetcher:
                 result = await result
             return result
 
-    async def _answer(self, system: System, request: AnswerRequest,
+    async def _answer(self, key: str, system: System, request: AnswerRequest,
                       prepared: concurrent.futures.Future[Any] | None) -> Answer:
         if prepared is not None:
             # if batch retrieval failed, each answer retrieves on its own
@@ -188,11 +202,20 @@ class Prefetcher:
         history = list(request.history) or None
         aanswer = getattr(system, "aanswer", None)
         if aanswer is not None and inspect.iscoroutinefunction(aanswer):
+            start = time.perf_counter()
             answer: Answer = await aanswer(request.question, history)
+            self._service_s[key] = time.perf_counter() - start
             return answer
+
+        def timed() -> Answer:  # timed in the worker thread, not while queued for it
+            start = time.perf_counter()
+            try:
+                return system.answer(request.question, history)
+            finally:
+                self._service_s[key] = time.perf_counter() - start
+
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, system.answer, request.question,
-                                          history)
+        return await loop.run_in_executor(self._executor, timed)
 
 
 def answer_many(system: System, questions: Sequence[str],

@@ -7,6 +7,7 @@ The RAG prompt follows seed 003: a system instruction, one user message per docu
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,6 +22,7 @@ MAX_DOCUMENT_CHARS = 2000
 # model under greedy decoding); greedy answers at 128 are the first half of those, and
 # the cold run is about two minutes shorter.
 ANSWER_MAX_TOKENS = 128
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)\n?\s*```", re.DOTALL)
 
 
 def rag_messages(question: str, contexts: Sequence[Context], history: Sequence[Any] | None = None,
@@ -37,29 +39,34 @@ def rag_messages(question: str, contexts: Sequence[Context], history: Sequence[A
     return messages
 
 
-def parse_json_reply(text: str, schema: Mapping[str, Any]) -> Any:
-    """Parse a JSON reply, tolerating code fences and prose around one object.
+def parse_json_reply(text: str, schema: Mapping[str, Any] | None = None) -> Any:
+    """Parse a reply that is one JSON object, strictly.
 
-    Raises ModelCallError when no JSON is found or a ``required`` field is missing.
+    Whitespace and one enclosing Markdown code fence are allowed; prose around the
+    object is not (a model that talks around its answer did not give the structure
+    asked for). Raises ModelCallError naming the problem and quoting the reply.
     """
+    data = json_object(text)
+    if data is None:
+        raise ModelCallError(f"reply is not one JSON object: {shorten(text)!r}")
+    missing = [k for k in (schema or {}).get("required", ()) if k not in data]
+    if missing:
+        raise ModelCallError(f"JSON reply lacks required field(s) {', '.join(missing)}: "
+                             f"{shorten(text)!r}")
+    return data
+
+
+def json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object that is the whole reply (optionally in a code fence), else None."""
     stripped = text.strip()
-    candidates = [stripped,
-                  stripped.removeprefix("```json").removeprefix("```").removesuffix("```").strip()]
-    start, end = text.find("{"), text.rfind("}")
-    if 0 <= start < end:
-        candidates.append(text[start:end + 1])
-    for candidate in candidates:
-        try:
-            data = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-        missing = [k for k in schema.get("required", ())
-                   if not isinstance(data, dict) or k not in data]
-        if missing:
-            raise ModelCallError(f"JSON reply lacks required field(s) {', '.join(missing)}: "
-                                 f"{shorten(text)!r}")
-        return data
-    raise ModelCallError(f"reply is not valid JSON for the requested schema: {shorten(text)!r}")
+    fenced = _FENCE.fullmatch(stripped)
+    if fenced:
+        stripped = fenced.group(1).strip()
+    try:
+        data = json.loads(stripped)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def shorten(text: str, limit: int = 200) -> str:

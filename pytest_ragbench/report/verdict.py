@@ -1,0 +1,156 @@
+"""The session's verdict, read from the results document: passed or failed, and why.
+
+Reasons that fail the session: missed gates, regressions (with ``--ragbench-fail-on
+regression``), failed / errored / lost items, the other lines of ``failures`` (e.g. a
+judged metric with too many unscored items), an interrupted run, a non-zero pytest exit
+status. Notes that do not: regressions found but not gated, gates not checked, judged
+metrics left partly unscored. Every key is read defensively (an older or partial
+document gives fewer reasons, never an error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+FAILING_STATUSES = ("failed", "error", "lost")
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One line of the verdict; ``anchor`` is the report.html section that explains it."""
+
+    text: str
+    anchor: str = ""
+    failing: bool = True
+
+
+@dataclass
+class Verdict:
+    """``passed`` and the reasons (failing first, then notes)."""
+
+    passed: bool
+    reasons: list[Reason] = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def word(self) -> str:
+        """``PASSED``, ``FAILED`` or ``INTERRUPTED``."""
+        if self.interrupted:
+            return "INTERRUPTED"
+        return "PASSED" if self.passed else "FAILED"
+
+    def summary(self) -> str:
+        """One line: the word and the failing reasons."""
+        failing = [r.text for r in self.reasons if r.failing]
+        return self.word + (": " + "; ".join(failing) if failing else "")
+
+
+def plural(count: int, singular: str, many: str | None = None) -> str:
+    """``1 gate`` / ``2 gates``."""
+    return f"{count} {singular if count == 1 else many or singular + 's'}"
+
+
+def item_totals(document: dict[str, Any]) -> dict[str, int]:
+    """Items per status over every kind."""
+    totals: dict[str, int] = {}
+    for entry in (document.get("counts") or {}).values():
+        for status, count in ((entry or {}).get("all") or {}).items():
+            if isinstance(count, int):
+                totals[status] = totals.get(status, 0) + count
+    return totals
+
+
+def judge_configured(document: dict[str, Any]) -> bool:
+    """True when the session had a judge (a judge URL, or a judge named as a component)."""
+    config = document.get("config") or {}
+    if config.get("judge_url"):
+        return True
+    judge = str((document.get("components") or {}).get("judge") or "")
+    return bool(judge) and not judge.lower().startswith("none")
+
+
+def judged_metrics(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(kind, metric, cell)`` of every metric computed by the judge."""
+    from pytest_ragbench.metrics.registry import REGISTRY, UnknownMetricError
+
+    found = []
+    for kind, metrics in (document.get("metrics") or {}).items():
+        for metric, cell in (metrics or {}).items():
+            try:
+                family = REGISTRY.parse(metric).spec.family
+            except (UnknownMetricError, ValueError):
+                continue
+            if family == "judge" and isinstance(cell, dict):
+                found.append((kind, metric, cell))
+    return found
+
+
+def interrupted_text(run: dict[str, Any]) -> str:
+    """What the banner of a partial run says."""
+    not_run = next((run[k] for k in ("items_not_run", "not_run") if isinstance(run.get(k), int)),
+                   None)
+    left = f" ({plural(not_run, 'item')} not run)" if not_run else ""
+    return f"the run was interrupted{left}: the numbers cover the finished items only"
+
+
+def decide(document: dict[str, Any]) -> Verdict:
+    """The verdict of the session whose results document this is."""
+    reasons: list[Reason] = []
+    run = document.get("run") or {}
+    exit_status = run.get("exit_status")
+    interrupted = run.get("status") == "interrupted" or exit_status == 2
+    if interrupted:
+        reasons.append(Reason(interrupted_text(run), "verdict"))
+    failures = [str(line) for line in document.get("failures") or []]
+    gates = [g for g in document.get("gates") or [] if isinstance(g, dict)]
+    missed = [g for g in gates if g.get("passed") is False]
+    thresholds = sum(g.get("source") == "threshold" for g in missed)  # --ragbench-gate ci-lower
+    if len(missed) > thresholds:
+        reasons.append(Reason(f"{plural(len(missed) - thresholds, 'gate')} missed", "gates"))
+    if thresholds:
+        reasons.append(Reason(f"{plural(thresholds, 'threshold')} missed by the 95% CI bound",
+                              "gates"))
+    failing_regressions = [f for f in failures if f.startswith("regression ")]
+    if failing_regressions:
+        reasons.append(Reason(f"{plural(len(failing_regressions), 'regression')} "
+                              "against the baseline", "gates"))
+    totals = item_totals(document)
+    bad = {s: totals.get(s, 0) for s in FAILING_STATUSES if totals.get(s, 0)}
+    if bad:
+        detail = ", ".join(f"{n} {s}" for s, n in bad.items())
+        reasons.append(Reason(f"{sum(bad.values())} of {plural(totals.get('items', 0), 'item')} "
+                              f"did not pass ({detail})", "items"))
+    gate_lines = {f for f in failures if f.startswith(("gate ", "threshold "))}
+    for line in failures:
+        if line not in gate_lines and line not in failing_regressions:
+            reasons.append(Reason(line, "verdict"))
+    if isinstance(exit_status, int) and exit_status not in (0, 1, 2) and not interrupted:
+        reasons.append(Reason(f"pytest exit status {exit_status}", "verdict"))
+    elif exit_status == 1 and not bad and not failures:
+        reasons.append(Reason("other tests of the session failed", "verdict"))
+    failing = any(r.failing for r in reasons)
+    reasons += _notes(document, gates, len(failing_regressions))
+    return Verdict(passed=not failing, reasons=reasons, interrupted=interrupted)
+
+
+def _notes(document: dict[str, Any], gates: list[dict[str, Any]],
+           failing_regressions: int) -> list[Reason]:
+    notes = []
+    found = [r for r in document.get("regressions") or [] if isinstance(r, dict)]
+    if found and not failing_regressions:
+        notes.append(Reason(f"{plural(len(found), 'regression')} against the baseline, not "
+                            "gated (--ragbench-fail-on regression makes them fail)", "gates",
+                            failing=False))
+    unchecked = [g for g in gates if g.get("passed") is None]
+    if unchecked:
+        notes.append(Reason(f"{plural(len(unchecked), 'gate')} not checked (no scored values "
+                            "or n too small)", "gates", failing=False))
+    if judge_configured(document):
+        for kind, metric, cell in judged_metrics(document):
+            unscored = cell.get("n_unscored") or 0
+            if unscored:
+                total = unscored + (cell.get("n") or 0)
+                notes.append(Reason(f"{kind}.{metric}: {unscored} of {total} items unscored "
+                                    "by the judge", "judge", failing=False))
+    return notes

@@ -1,0 +1,356 @@
+"""The catalogue of issue 17: each bad input or fault, and exactly what the session does with it.
+
+One test per row: hangs (an endless recursive query, a database and a model server that
+never answer), an alias bomb, keys given twice, byte-order marks, a byte that is not
+UTF-8, broken BEIR folders, a symlink loop, an unreadable folder, a case module named
+like a test module, a path flag written with a space, ``expected_sql`` given twice. Rows
+whose behaviour crosses the xdist boundary (items run, or files collected, in workers)
+run three ways: no flag, ``-n 2`` and ``-p no:xdist``.
+
+Not here: a threshold naming a metric its kind does not emit (the complete metric
+vocabulary it needs is built by another issue).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import XDIST_MODES, make_scores_db
+
+pytest_plugins = ["pytester"]
+MODE_IDS = ["plain", "n2", "no-xdist"]
+
+GOOD_CASE = """\
+- id: good
+  question: How many teams?
+  expected_sql: SELECT COUNT(*) AS n FROM teams
+  ground_truth_data: {n: 3}
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A repository with test_cases/ (one good case) and a SQLite database in its ini file."""
+    make_scores_db(pytester.path / "scores.db")
+    pytester.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n"
+                     "ragbench_sql_timeout = 1\naddopts = -p no:cacheprovider\n")
+    pytester.mkdir("test_cases")
+    (pytester.path / "test_cases" / "good.yaml").write_text(GOOD_CASE)
+    return pytester
+
+
+def _timed(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, float]:
+    started = time.monotonic()
+    result = pytester.runpytest_subprocess(*args, timeout=120)
+    return result, time.monotonic() - started
+
+
+# -- hangs ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
+def test_endless_recursive_sql_fails_its_item_within_the_bound(
+        project: pytest.Pytester, mode: tuple[str, ...]) -> None:
+    (project.path / "test_cases" / "endless.yaml").write_text(
+        "- id: endless\n  question: q\n"
+        "  expected_sql: WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
+        "SELECT COUNT(*) AS n FROM r\n  ground_truth_data: {n: 1}\n")
+    result, seconds = _timed(project, "-q", *mode)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*database error: the statement was stopped after 1.* s: "
+                                 "ini ragbench_sql_timeout is 1 s*"])
+    assert seconds < 60  # killed at 120 s before, with no report
+
+
+class SilentServer:
+    """A TCP server on 127.0.0.1 that accepts connections and never sends a byte."""
+
+    def __init__(self) -> None:
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
+        self.connections: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            self.connections.append(connection)
+
+    def close(self) -> None:
+        """Stop accepting and drop every connection."""
+        for connection in [*self.connections, self.socket]:
+            connection.close()
+
+
+@pytest.fixture
+def silent_server() -> Iterator[SilentServer]:
+    server = SilentServer()
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
+def test_database_that_never_answers_fails_within_the_connect_timeout(
+        project: pytest.Pytester, silent_server: SilentServer, mode: tuple[str, ...]) -> None:
+    url = f"postgresql+pg8000://reader:s3cret@127.0.0.1:{silent_server.port}/nba"
+    result, seconds = _timed(project, "-q", f"--ragbench-db-url={url}", *mode)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*database error: could not connect after 1.* s: "
+                                 "ini ragbench_sql_timeout is 1 s*"])
+    assert "s3cret" not in result.stdout.str() + result.stderr.str()
+    assert seconds < 60  # killed at 300 s before
+
+
+LLM_ONLY_SYSTEM = """
+import pytest
+from pytest_ragbench.system.protocols import Answer
+
+
+class LlmOnly:
+    def __init__(self, llm):
+        self.llm = llm
+
+    def answer(self, question, history=None):
+        reply = self.llm.generate([{"role": "user", "content": question}])
+        return Answer(text=reply.text)
+
+
+@pytest.fixture(scope="session")
+def ragbench_system(ragbench_llm):
+    return LlmOnly(ragbench_llm)
+"""
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
+def test_model_server_that_hangs_costs_retries_times_timeout(
+        project: pytest.Pytester, mode: tuple[str, ...]) -> None:
+    from pytest_ragbench.system.loopback import LoopbackServer
+
+    project.makeconftest(LLM_ONLY_SYSTEM)
+    with LoopbackServer() as server:
+        server.fail(*["hang"] * 10)
+        result, seconds = _timed(
+            project, "-q", "--ragbench", "-k", "sql[", "--ragbench-no-cache",
+            f"--ragbench-llm-url={server.url}", "--ragbench-timeout=0.5",
+            "--ragbench-retries=1", *mode)
+        asked = len(server.requests)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*generator call to model 'default' at http://127.0.0.1:*"
+                                 " failed after 2 attempts: no reply within 0.5 s*"])
+    assert asked == 2  # one try and one retry, as the flags say
+    assert seconds < 60  # 5 x 60 s per call before, with no flag to change it
+
+
+def test_help_prints_the_worst_case_per_call(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    text = " ".join(result.stdout.str().split())
+    assert "Worst case per call: (retries + 1) x timeout plus the backoff" in text
+    assert "with the defaults 5 x 60 s + 7.5 s = 307.5 s" in text
+    assert "ragbench_sql_timeout" in text
+
+
+# -- bounded loading -----------------------------------------------------------------------
+
+def alias_bomb(levels: int = 9) -> str:
+    """~0.5 KB of YAML whose value expands to 9**levels strings."""
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    lines += ["cases:", f"  - {{kind: vector, question: *a{levels - 1}, ground_truth: x}}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_alias_bomb_is_refused_in_well_under_five_seconds(tmp_path: Path) -> None:
+    from pytest_ragbench.cases.loaders import read_case_file
+    from pytest_ragbench.errors import CaseError
+
+    path = tmp_path / "bomb.yaml"
+    path.write_text(alias_bomb())
+    started = time.monotonic()
+    with pytest.raises(CaseError) as caught:
+        read_case_file(path)
+    assert time.monotonic() - started < 5  # 137-180 s and 3.1 GB before
+    assert caught.value.line == 7  # the anchor a6, whose aliases pass the limit
+    assert "aliases expand this document past 1,000,000 values" in caught.value.message
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
+def test_alias_bomb_fails_as_one_item_and_the_rest_runs(
+        project: pytest.Pytester, mode: tuple[str, ...]) -> None:
+    (project.path / "test_cases" / "bomb.yaml").write_text(alias_bomb(10))
+    result, seconds = _timed(project, "-q", *mode)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*invalid case: test_cases/bomb.yaml:7: aliases expand this "
+                                 "document past 1,000,000 values*"])
+    assert seconds < 60  # at 10 levels the session died of MemoryError before
+
+
+# -- bad input that must not pass ----------------------------------------------------------
+
+def test_keys_given_twice_fail_their_case_naming_both_lines(project: pytest.Pytester) -> None:
+    (project.path / "test_cases" / "twice.yaml").write_text(
+        "- id: twice\n  question: q\n  expected_sql: SELECT 1 AS n\n"
+        "  ground_truth_data: {n: 1}\n  question: q2\n")
+    (project.path / "test_cases" / "twice.json").write_text(
+        '[{"id": "once", "question": "q", "expected_sql": "SELECT 1 AS n",\n'
+        '  "ground_truth_data": {"n": 1}},\n'
+        ' {"id": "nested", "question": "q", "expected_sql": "SELECT 1 AS n",\n'
+        '  "ground_truth_data": {"n": 1,\n                        "n": 2}}]\n')
+    result = project.runpytest("-q")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines([
+        "*test_cases/twice.json:5: field 'n': given twice, on lines 4 and 5 "
+        "(a JSON loader keeps only the last one): remove one",
+        "*test_cases/twice.yaml:5: field 'question': given twice, on lines 2 and 5 "
+        "(a YAML loader keeps only the last one): remove one",
+    ])
+
+
+def test_expected_sql_given_twice_is_an_error_and_nothing_runs(
+        project: pytest.Pytester) -> None:
+    before = hashlib.sha256((project.path / "scores.db").read_bytes()).hexdigest()
+    (project.path / "test_cases" / "delete.yaml").write_text(
+        "- id: sneaky\n  question: q\n  expected_sql: DELETE FROM teams\n"
+        "  ground_truth_data: {n: 3}\n  expected_sql: SELECT COUNT(*) AS n FROM teams\n"
+        "- id: aliased\n  question: q\n  gold_sql: DELETE FROM teams\n"
+        "  expected_sql: SELECT COUNT(*) AS n FROM teams\n  ground_truth_data: {n: 3}\n")
+    result = project.runpytest("-q")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines([
+        "*delete.yaml:5: field 'expected_sql': given twice, on lines 3 and 5*",
+        "*delete.yaml:9: field 'expected_sql': given twice, as 'expected_sql' and as its "
+        "alias 'gold_sql' (lines 8 and 9): keep one",
+    ])
+    assert hashlib.sha256((project.path / "scores.db").read_bytes()).hexdigest() == before
+
+
+def test_json_and_jsonl_accept_a_byte_order_mark(project: pytest.Pytester) -> None:
+    case = ('{"id": "%s", "question": "q", "expected_sql": "SELECT 1 AS n", '
+            '"ground_truth_data": {"n": 1}}')
+    (project.path / "test_cases" / "bom.json").write_bytes(
+        b"\xef\xbb\xbf[" + (case % "json").encode() + b"]\n")
+    (project.path / "test_cases" / "bom.jsonl").write_bytes(
+        b"\xef\xbb\xbf" + (case % "jsonl").encode() + b"\n")
+    result = project.runpytest("-q", "-k", "json")
+    result.assert_outcomes(passed=2)
+
+
+def test_a_byte_that_is_not_utf8_fails_only_its_line(project: pytest.Pytester) -> None:
+    line = ('{"id": "c%d", "question": "q%s", "expected_sql": "SELECT 1 AS n", '
+            '"ground_truth_data": {"n": 1}}\n')
+    (project.path / "test_cases" / "latin1.jsonl").write_bytes(
+        (line % (1, "")).encode() + (line % (2, "\xe9")).encode("latin-1")
+        + (line % (3, "")).encode())
+    result = project.runpytest("-q", "-k", "latin1")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([
+        "invalid case: test_cases/latin1.jsonl:2: not UTF-8 text (invalid continuation byte "
+        "at column 28)",
+        "FAILED test_cases/latin1.jsonl::sql_ground_truth?c2? - invalid case*"])
+
+
+def _beir(folder: Path, corpus: list[str], queries: list[str], qrels: list[str]) -> None:
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(f'{{"_id": "{d}", "text": "about {d}"}}\n'
+                                                 for d in corpus))
+    (folder / "queries.jsonl").write_text("".join(f'{{"_id": "{q}", "text": "what is {q}"}}\n'
+                                                  for q in queries))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n"
+                                               + "".join(f"{row}\n" for row in qrels))
+
+
+def test_beir_folders_are_validated(project: pytest.Pytester) -> None:
+    cases = project.path / "test_cases"
+    _beir(cases / "holes", ["d1", "d2"], ["q1", "q2"],
+          ["q1\td1\t1", "q1\td9\t1", "q2\td8\t1", "q2\td7\t2"])
+    _beir(cases / "nodocs", [], ["q1"], ["q1\td1\t1"])
+    _beir(cases / "noqueries", ["d1"], [], ["q1\td1\t1"])
+    result = project.runpytest("-q", "--ragbench", "--collect-only")
+    result.stdout.fnmatch_lines_random([
+        "test_cases/holes/qrels/test.tsv::beir[holes/missing-documents]",
+        "test_cases/holes/qrels/test.tsv::beir[holes/q1]",
+        "test_cases/holes/qrels/test.tsv::beir[holes/q2]",
+        "test_cases/nodocs/qrels/test.tsv::beir[nodocs]",
+        "test_cases/noqueries/qrels/test.tsv::beir[noqueries]",
+    ])
+    result = project.runpytest("-q", "--ragbench", "-k", "missing-documents or nodocs or "
+                               "noqueries")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines_random([
+        "*test_cases/holes/qrels/test.tsv:3: field 'corpus-id': 3 judgment(s) of 2 query(ies) "
+        "name documents missing from corpus.jsonl (line 3: q1 -> d9, line 4: q2 -> d8, "
+        "line 5: q2 -> d7): those queries are scored as if the documents were never retrieved",
+        "*test_cases/nodocs/corpus.jsonl: holds no usable entry*",
+        "*test_cases/noqueries/queries.jsonl: holds no usable entry*",
+    ])
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
+def test_a_symlink_loop_collects_each_case_once(
+        project: pytest.Pytester, mode: tuple[str, ...]) -> None:
+    sub = project.path / "test_cases" / "sub"
+    sub.mkdir()
+    (sub / "other.yaml").write_text(GOOD_CASE.replace("id: good", "id: other"))
+    (sub / "loop").symlink_to("..", target_is_directory=True)
+    (project.path / "test_cases" / "again").symlink_to("sub", target_is_directory=True)
+    result = project.runpytest_subprocess("-q", *mode)
+    result.assert_outcomes(passed=2)  # 41 copies of each before
+
+
+def test_an_unreadable_folder_is_one_warning(project: pytest.Pytester,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    locked = project.path / "test_cases" / "locked"
+    locked.mkdir()
+    (locked / "hidden.yaml").write_text(GOOD_CASE.replace("id: good", "id: hidden"))
+    if os.geteuid() == 0:  # root reads any folder: let the OS refuse it as it would a user
+        listing = os.scandir
+
+        def refuse(path: object = ".") -> object:
+            if Path(str(path)) == locked:
+                raise PermissionError(13, "Permission denied", str(path))
+            return listing(path)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(os, "scandir", refuse)
+    else:
+        locked.chmod(0)
+    try:
+        result = project.runpytest("-q", "-p", "no:xdist")
+    finally:
+        locked.chmod(0o755)
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*UnreadableFolderWarning: ragbench: cannot list "
+                                 f"{locked} (Permission denied): its cases are not collected"])
+
+
+def test_a_case_module_named_like_a_test_module_is_read_never_imported(
+        project: pytest.Pytester) -> None:
+    marker = project.path / "IMPORTED"
+    (project.path / "test_cases" / "test_nba_test_cases.py").write_text(
+        f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
+        "SQL_TEST_CASES = [dict(id='module', question='q', expected_sql='SELECT 1 AS n', "
+        "ground_truth_data={'n': 1})]\n\n\ndef test_inside():\n    assert False\n")
+    result = project.runpytest("-v")
+    result.assert_outcomes(passed=2)  # good and module: test_inside is not collected
+    result.stdout.fnmatch_lines(["*test_nba_test_cases.py::sql_ground_truth?module? PASSED*"])
+    assert not marker.exists()
+
+
+def test_a_path_flag_written_with_a_space_stops_the_session(
+        project: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> None:
+    outside = tmp_path_factory.mktemp("report_outside")
+    result = project.runpytest("--ragbench-report", str(outside), "--ragbench-cases",
+                               str(outside))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: ragbench: write --ragbench-report={outside} "
+                                 f"--ragbench-cases={outside} (with '=')*"])
+    project.runpytest(f"--ragbench-report={outside}").assert_outcomes(passed=1)
