@@ -206,3 +206,76 @@ def test_each_process_fetches_the_answers_of_its_own_items_ahead(
     if mode == ("-n", "2"):
         per_worker = Counter(ran_by.values())
         assert set(per_worker) == {"gw0", "gw1"}, per_worker
+
+
+# -- models: lazily, once per worker ------------------------------------------------------------
+
+EMBEDDING_APP_CONFTEST = '''
+import json, os, sys
+from pathlib import Path
+
+import pytest
+from pytest_ragbench.protocols import Answer
+
+LOG = Path(__file__).with_name("models.jsonl")
+HEAVY = ("torch", "sentence_transformers", "llama_cpp", "faiss")
+
+
+def log(**entry):
+    entry["worker"] = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with LOG.open("a") as handle:
+        handle.write(json.dumps(entry) + "\\n")
+
+
+class EmbeddingApp:
+    """Embeds each question with the session's embedder, as a dense retriever would."""
+
+    def __init__(self, embedder):
+        self.embedder = embedder
+
+    def answer(self, question, history=None):
+        self.embedder.embed([question])
+        import torch
+        log(event="answer", embedder=id(self.embedder), model=id(self.embedder._model),
+            torch_threads=torch.get_num_threads())
+        return Answer(text="9500 points", contexts=[])
+
+
+@pytest.fixture(scope="session")
+def ragbench_system(ragbench_embedder):
+    return EmbeddingApp(ragbench_embedder)
+
+
+def pytest_collection_finish(session):
+    log(event="collected", loaded=[name for name in HEAVY if name in sys.modules])
+'''
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES, ids=["default", "n2", "no-xdist"])
+def test_models_load_lazily_and_once_per_worker_with_its_share_of_threads(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+        mode: tuple[str, ...]) -> None:
+    if importlib.util.find_spec("sentence_transformers") is None:
+        pytest.skip("sentence-transformers is not installed")
+    _clean_thread_env(monkeypatch)
+    _answers_project(pytester)
+    pytester.makeconftest(EMBEDDING_APP_CONFTEST)
+    result = pytester.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider",
+                                           "-k", "sql and not ground_truth", *mode)
+    result.assert_outcomes(passed=12)
+    log = [json.loads(line) for line in (pytester.path / "models.jsonl").read_text().splitlines()]
+    # nothing heavy is imported to collect: the models load when an item first needs them
+    collected = [e for e in log if e["event"] == "collected"]
+    assert collected and all(e["loaded"] == [] for e in collected), collected
+    answers = [e for e in log if e["event"] == "answer"]
+    assert len(answers) == 12
+    workers = {e["worker"] for e in answers}
+    if mode == ("-n", "2"):
+        assert workers == {"gw0", "gw1"}
+    for worker in workers:
+        mine = [e for e in answers if e["worker"] == worker]
+        # one embedder and one loaded model per process, however many items and threads
+        assert len({e["embedder"] for e in mine}) == 1, mine
+        assert len({e["model"] for e in mine}) == 1, mine
+        if worker != "main":  # a serial run keeps torch's own default
+            assert {e["torch_threads"] for e in mine} == {max(1, _cpus() // 2)}, mine
