@@ -50,6 +50,19 @@ def _evaluating(config: pytest.Config) -> bool:
     return bool(flag) or bool(config.getini("ragbench"))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A process that ran ragbench items: no garbage collection at its exit (quick_exit.py)."""
+    import sys
+
+    items_module = sys.modules.get("pytest_ragbench.items")  # imported with the first case
+    if items_module is not None and any(
+            isinstance(item, items_module.CaseItem) for item in session.items):
+        from pytest_ragbench.quick_exit import skip_exit_collection
+
+        skip_exit_collection()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Resolve settings, register markers and fixtures, and the controller's reporter."""
     from pytest_ragbench.kinds import ITEM_KINDS, MARKERS
