@@ -4,6 +4,7 @@
     python benchmarks/bench_xdist.py --rounds 3            # best of 3 per cell
     python benchmarks/bench_xdist.py --quick               # --ragbench-limit=3: a smoke run
     python benchmarks/bench_xdist.py --cache=PATH          # the warm cache to start from
+    python benchmarks/bench_xdist.py --dist=loadfile       # -n 2 with each case file on one worker
 
 Each cell runs ``pytest --ragbench`` on the bundled ``test_cases/`` from a fresh copy of a
 warm cache (embeddings, indexes and SmolLM2's answers; default ``.ragbench_cache`` of the
@@ -138,13 +139,16 @@ def main() -> None:
                         help="only the first 3 cases of each file (--ragbench-limit=3)")
     parser.add_argument("--generators", default="local,remote")
     parser.add_argument("--loads", default="quiet,busy")
+    parser.add_argument("--dist", default=None,
+                        help="xdist's --dist for the -n runs (default: xdist's own, load)")
     args = parser.parse_args()
     if not (args.cache / "embeddings.sqlite3").is_file():
         sys.exit(f"no warm cache at {args.cache}: run `pytest --ragbench` once, or pass --cache")
     limit = ["--ragbench-limit=3"] if args.quick else []
     print(f"bundled run (pytest --ragbench{' --ragbench-limit=3' if args.quick else ''}), "
           f"serial against -n {args.workers}; {os.cpu_count()} CPUs; best of {args.rounds}")
-    print(f"remote generator: loopback server, {LATENCY_S * 1000:.0f} ms per call\n")
+    print(f"remote generator: loopback server, {LATENCY_S * 1000:.0f} ms per call; "
+          f"xdist --dist={args.dist or 'load (default)'}\n")
     header = (f"{'generator':<10}{'load':<16}{'serial':>9}{f'-n {args.workers}':>9}"
               f"{'ratio':>8}{'target':>9}{'CPU serial':>12}{f'CPU -n {args.workers}':>11}")
     print(header)
@@ -160,7 +164,9 @@ def main() -> None:
                 for load in args.loads.split(","):
                     best: dict[str, dict[str, Any]] = {}
                     for _ in range(args.rounds):
-                        for mode, more in (("serial", []), ("xdist", ["-n", args.workers])):
+                        dist = [f"--dist={args.dist}"] if args.dist else []
+                        for mode, more in (("serial", []),
+                                           ("xdist", ["-n", args.workers, *dist])):
                             with competing_process(load == "busy"):
                                 result = run_session(args.cache, Path(tmp), extra + more)
                             if mode not in best or result["wall"] < best[mode]["wall"]:
