@@ -108,6 +108,8 @@ def display_path(path: str | Path, config: pytest.Config) -> str:
 class CaseFile(pytest.File):
     """A YAML/JSON/JSONL file or ``*_test_cases.py`` module of cases."""
 
+    holds_only_ragbench_items = True  # items.add_ragbench_marker
+
     def collect(self) -> Iterator[pytest.Item]:
         """Yield one item per case and item kind, and one failing item per bad record."""
         from pytest_ragbench.cases.records import gc_paused
@@ -235,6 +237,8 @@ class BeirQrels(pytest.File):
     failing item naming the file, line and field; the other queries run.
     """
 
+    holds_only_ragbench_items = True  # items.add_ragbench_marker
+
     def collect(self) -> Iterator[pytest.Item]:
         """Yield the items in the order of the qrels file."""
         from pytest_ragbench.cases.model import BeirCase
@@ -337,6 +341,8 @@ def _query_problem(query_id: str, line: int, lines: Any, queries: dict[str, str]
 
 class RagcsvFile(pytest.File):
     """A RAGCSV file: one ``ragcsv[<file-stem>:<row>]`` item per row."""
+
+    holds_only_ragbench_items = True  # items.add_ragbench_marker
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield one item per readable row and one failing item per unreadable row."""

@@ -187,11 +187,11 @@ def clopper_pearson(p: float, n: float, confidence: float = CONFIDENCE
 
 def _df_factor(groups: int, confidence: float) -> float:
     """Korn-Graubard's (z / t_{G-1})^2: the effective n shrinks with few clusters."""
-    from scipy import stats as sps
+    from scipy.special import stdtrit  # scipy.stats.t.ppf, without importing scipy.stats
 
     if groups < 2:
         return 1.0
-    return (_z(confidence) / float(sps.t.ppf((1 + confidence) / 2, groups - 1))) ** 2
+    return (_z(confidence) / float(stdtrit(groups - 1, (1 + confidence) / 2))) ** 2
 
 
 def _rescale(cell: _Cell, bounds: tuple[float, float]) -> tuple[float, float]:
@@ -269,9 +269,9 @@ def _with_gate(cell: _Cell, low: float, high: float, method: str, confidence: fl
 
 def _t(cell: _Cell, confidence: float) -> CellInterval:
     """Student's t with G - 1 degrees of freedom on the (cluster-robust) standard error."""
-    from scipy import stats as sps
+    from scipy.special import stdtrit  # scipy.stats.t.ppf, without importing scipy.stats
 
-    margin = float(sps.t.ppf((1 + confidence) / 2, cell.groups - 1)) * math.sqrt(cell.variance)
+    margin = float(stdtrit(cell.groups - 1, (1 + confidence) / 2)) * math.sqrt(cell.variance)
     return _with_gate(cell, cell.mean - margin, cell.mean + margin, "t", confidence)
 
 

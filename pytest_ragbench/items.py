@@ -171,8 +171,12 @@ def item_fixtures(item_kind: ItemKind, system: str | None) -> tuple[str, ...]:
                                for name in item_kind.fixtures))
 
 
+@functools.cache
 def _signature(names: tuple[str, ...]) -> Callable[..., None]:
-    """A callable whose parameters are ``names``, so pytest resolves those fixtures."""
+    """A callable whose parameters are ``names``, so pytest resolves those fixtures.
+
+    One per set of fixtures, shared by the items that request it.
+    """
 
     def case_item(**_: Any) -> None:  # the item's runtest does the work
         return None
@@ -233,6 +237,22 @@ def answer_request(case: Case) -> Any:
     return AnswerRequest(str(question), history)
 
 
+def add_ragbench_marker(item: pytest.Item, parent: pytest.Collector) -> None:
+    """Mark ``item`` with ``ragbench``: on its case-file collector, once, when it has one.
+
+    Every item of a case file is a ragbench item, and ``-m ragbench`` sees the markers of
+    an item's parents; one marker per file instead of one per item is less to keep.
+    """
+    if not getattr(parent, "holds_only_ragbench_items", False):
+        item.add_marker("ragbench")
+    elif _MARKED not in parent.stash:
+        parent.stash[_MARKED] = True
+        parent.add_marker("ragbench")
+
+
+_MARKED = pytest.StashKey[bool]()
+
+
 class CaseItem(pytest.Function):
     """One case evaluated by one item kind (optionally for one of several systems)."""
 
@@ -261,8 +281,8 @@ class CaseItem(pytest.Function):
         if fixtureinfo is None:
             shared[names] = (callobj, getattr(item, "_fixtureinfo", None))
         _restructure_id(item)
-        for name in ("ragbench", item_kind.name):
-            item.add_marker(_mark(name))
+        add_ragbench_marker(item, parent)
+        item.add_marker(_mark(item_kind.name))
         asks = "ragbench_system" in item_kind.fixtures
         request = answer_request(case) if asks else None
         if request is not None:
@@ -358,8 +378,14 @@ class CaseItem(pytest.Function):
         )
 
     def record_for_report(self, status: str, message: str | None) -> ItemRecord:
-        """The record, or one made from the report when the item never ran (setup error)."""
-        return self.record or self._record(status, 0.0, error=message)
+        """The record, or one made from the report when the item never ran (setup error).
+
+        The item lets go of it: the report carries it from here on (a run of many items
+        keeps less alive, and the garbage collector has less to walk).
+        """
+        record = self.record or self._record(status, 0.0, error=message)
+        self.record = None
+        return record
 
     def _evidence_text(self, summary: str, evidence: dict[str, Any]) -> str:
         lines = [summary]
@@ -442,7 +468,7 @@ class InvalidCaseItem(pytest.Item):
         item = cls.from_parent(parent, name=f"{item_kind or 'invalid_case'}[{label}]",
                                error=error, item_kind=item_kind)
         _restructure_id(item)
-        item.add_marker("ragbench")
+        add_ragbench_marker(item, parent)
         if item_kind:
             item.add_marker(item_kind)
         return item

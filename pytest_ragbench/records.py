@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 # Outcomes an item can end with; "warning" passes but is counted, "lost" is an item
@@ -77,20 +78,72 @@ class ItemRecord:
         return None if value is None else str(value)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe mapping (non-finite floats become unscored, never NaN)."""
-        data = asdict(self)
+        """A JSON-safe mapping (non-finite floats become unscored, never NaN).
+
+        Built field by field rather than with ``dataclasses.asdict`` (which deep-copies
+        first): it runs twice for every item, once on the worker and once in the report.
+        """
+        made = self.__dict__.get(_MADE_FROM)
+        if made is not None:
+            return dict(made)
+        data = {name: json_safe(getattr(self, name)) for name in _RECORD_FIELDS}
         data["passed"] = self.passed
-        return dict(json_safe(data))
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ItemRecord:
-        """Rebuild a record from :meth:`to_dict` output (unknown keys ignored)."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        """Rebuild a record from :meth:`to_dict` output (unknown keys ignored).
+
+        A complete :meth:`to_dict` mapping (what a report carries) is kept, and
+        :meth:`to_dict` returns a copy of it: it is JSON-safe already, and its values are
+        the record's own.
+        """
+        record = cls(**{k: v for k, v in data.items() if k in _RECORD_FIELD_SET})
+        if data.keys() == _DICT_KEYS and data["passed"] == record.passed:
+            object.__setattr__(record, _MADE_FROM, data)
+        return record
+
+
+_RECORD_FIELDS = tuple(f.name for f in fields(ItemRecord))
+_RECORD_FIELD_SET = frozenset(_RECORD_FIELDS)
+_DICT_KEYS = {*_RECORD_FIELDS, "passed"}
+_MADE_FROM = "_made_from"  # not a field: equality and repr ignore it
 
 
 def json_safe(value: Any) -> Any:
-    """Convert tuples, sets, paths and other objects to JSON types; NaN/inf become None."""
+    """Convert tuples, sets, paths and other objects to JSON types; NaN/inf become None.
+
+    A value that is JSON-safe already is returned as it is, not copied.
+    """
+    if _is_safe(value):
+        return value
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is dict:
+        return {k if type(k) is str else str(k): json_safe(v) for k, v in value.items()}
+    if kind is list:
+        return [json_safe(v) for v in value]
+    return _json_safe_other(value)
+
+
+def _is_safe(value: Any) -> bool:
+    """True when ``value`` is made of JSON types only (str keys, finite floats)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if kind is dict:
+        return all(type(k) is str and _is_safe(v) for k, v in value.items())
+    if kind is list:
+        return all(_is_safe(v) for v in value)
+    return False
+
+
+def _json_safe_other(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
@@ -103,4 +156,6 @@ def json_safe(value: Any) -> Any:
         return json_safe(value.item())
     if hasattr(value, "to_dict") and callable(value.to_dict):
         return json_safe(value.to_dict())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return json_safe(dataclasses.asdict(value))
     return str(value)

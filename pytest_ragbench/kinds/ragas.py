@@ -334,33 +334,44 @@ def _models(context: RunContext) -> Models:
 def _stage(context: RunContext, models: Models) -> Any:
     """The session's prefetcher of every ragas item's model work, keyed by node id.
 
-    None under xdist or for one of several named systems: each item then does its own.
+    None for one of several named systems: each item then does its own. On an xdist
+    worker it holds the worker's own items, topped up before each (system/schedule.py).
     """
+    from pytest_ragbench.system.schedule import on_worker
+
     request = context.request
     if request is None or context.system_name is not None:
         return None
     config = request.config
-    if hasattr(config, "workerinput"):  # a worker cannot know which items it will get
-        return None
     if _STAGE not in config.stash:
         config.stash[_STAGE] = None  # set first: a failing start is not retried per item
         stage = _start_stage(context, models)
         config.stash[_STAGE] = stage
         config.add_cleanup(stage.close)
+    elif on_worker(config) and config.stash[_STAGE] is not None:
+        _start_stage(context, models, config.stash[_STAGE])  # items newly queued here
     return config.stash[_STAGE]
 
 
-def _start_stage(context: RunContext, models: Models) -> Any:
+def _start_stage(context: RunContext, models: Models, prefetcher: Any = None) -> Any:
+    """Start the model work of the ragas items to come (those not in ``prefetcher`` yet)."""
     from pytest_ragbench.plugin import get_config
     from pytest_ragbench.system.prefetch import Prefetcher
+    from pytest_ragbench.system.schedule import upcoming
 
     assert context.request is not None
     todo: dict[str, RagasCase] = {}
-    for item in context.request.session.items:
+    for item in upcoming(context.request):
         case = getattr(item, "case", None)
         if (isinstance(item, CaseItem) and item.item_kind.name == "ragas"
-                and item.system_name is None and isinstance(case, RagasCase)):
+                and item.system_name is None and isinstance(case, RagasCase)
+                and (prefetcher is None or item.nodeid not in prefetcher)):
             todo[item.nodeid] = case
+    if prefetcher is None:
+        prefetcher = Prefetcher(get_config(context.request.config).concurrency,
+                                loop=context.fixture("ragbench_loop"))
+    if not todo:
+        return prefetcher
     answerer = None
     needing = [case for case in todo.values() if _needs_generator(case)]
     if needing:
@@ -369,8 +380,6 @@ def _start_stage(context: RunContext, models: Models) -> Any:
     if any(not case.contexts for case in todo.values()):
         answers = context.fixture("ragbench_prefetch")  # the system's answers, started ahead
     system = context.system() if answers is not None else None
-    prefetcher = Prefetcher(get_config(context.request.config).concurrency,
-                            loop=context.fixture("ragbench_loop"))
     for nodeid, case in todo.items():
         ask = None if case.contexts else _ask_ahead(nodeid, case, system, answers)
         prefetcher.submit(nodeid, functools.partial(evaluate, case, models, ask, answerer))

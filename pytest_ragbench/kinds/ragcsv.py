@@ -199,15 +199,19 @@ def _replies(case: RagcsvCase, context: RunContext, answerer: Answerer, judge: A
     of several systems without ``answer_from`` are answered and graded once.
     """
     from pytest_ragbench.system.prefetch import Prefetcher
+    from pytest_ragbench.system.schedule import on_worker
 
     state = context.session_state(STATE, RagcsvState)
     owner = None if answerer.shared else context.system_name
     prefetcher = state.prefetchers.get(owner)
+    fresh = prefetcher is None
     if prefetcher is None:
         prefetcher = Prefetcher(context.config.concurrency, loop=context.fixture("ragbench_loop"))
         state.prefetchers[owner] = prefetcher
         if context.request is not None:
             context.request.config.add_cleanup(prefetcher.close)
+    # every selected row once; on an xdist worker, its queued rows before each row
+    if fresh or (context.request is not None and on_worker(context.request.config)):
         for nodeid, other in _selected_rows(context):
             prefetcher.submit(_key(nodeid, other, answerer),
                               _job(other, answerer, judge, settings))
@@ -222,15 +226,14 @@ def _key(nodeid: str, case: RagcsvCase, answerer: Answerer) -> str:
 
 
 def _selected_rows(context: RunContext) -> list[tuple[str, RagcsvCase]]:
-    """Every RAGCSV item of this system still in the session.
+    """Every RAGCSV item of this system still in the session (a worker: those queued for it)."""
+    from pytest_ragbench.system.schedule import upcoming
 
-    None under pytest-xdist, where a worker cannot know which items it will be given.
-    """
     request = context.request
-    if request is None or hasattr(request.config, "workerinput"):
+    if request is None:
         return []
     rows = []
-    for item in request.session.items:
+    for item in upcoming(request):
         case = getattr(item, "case", None)
         if isinstance(case, RagcsvCase) and \
                 getattr(item, "system_name", None) == context.system_name:

@@ -94,9 +94,9 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
         "regressions": found_regressions,
         "failures": failures,
         "systems": systems,
-        "items": [_item(r) for r in records],
     }
-    return dict(json_safe(document))
+    # The items are JSON-safe already (ItemRecord.to_dict): not copied once more.
+    return {**json_safe(document), "items": [_item(r) for r in records]}
 
 
 def _systems_of(kind: str, records: Sequence[ItemRecord], systems: list[str]) -> list[str]:

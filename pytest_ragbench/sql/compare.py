@@ -7,6 +7,7 @@ rows compared as a multiset unless order matters. Values keep their type: 5 and
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
@@ -33,6 +34,8 @@ class Comparison:
 
 def normalize(value: Any, places: int) -> tuple[str, Any]:
     """A hashable, type-tagged form of one cell for comparison."""
+    if type(value) is str:  # the commonest cell: decided before any number handling
+        return ("text", value)
     if value is None:
         return ("null", None)
     if isinstance(value, bool):
@@ -41,13 +44,18 @@ def normalize(value: Any, places: int) -> tuple[str, Any]:
         try:
             number = Decimal(str(value))
             if number.is_finite():
-                number = number.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN)
+                number = number.quantize(_quantum(places), rounding=ROUND_HALF_EVEN)
             return ("number", number.normalize() if number != 0 else Decimal(0))
         except InvalidOperation:
             return ("number", str(value))
     if isinstance(value, bytes | bytearray | memoryview):
         return ("bytes", bytes(value))
     return ("text", str(value))
+
+
+@functools.cache
+def _quantum(places: int) -> Decimal:
+    return Decimal(1).scaleb(-places)
 
 
 def _show(value: Any) -> str:
@@ -62,6 +70,8 @@ def _align(expected: Table, actual: Table) -> tuple[list[int] | None, list[str]]
     """Map each expected column to an actual column index (names compared case-insensitively)."""
     wanted = [c.lower() for c in expected.columns]
     have = [c.lower() for c in actual.columns]
+    if wanted == have:  # the common case: same names in the same order
+        return list(range(len(have))), []
     missing = Counter(wanted) - Counter(have)
     unexpected = Counter(have) - Counter(wanted)
     if missing or unexpected:

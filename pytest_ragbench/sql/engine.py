@@ -79,8 +79,9 @@ def open_read_only(url: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Engine:
         if not path.is_file():
             raise DatabaseError(f"database file not found: {path}")
         uri = f"file:{path.resolve().as_posix()}?mode=ro"
+        # pooled: opening a connection costs more than a one-row query (sql_ground_truth)
         engine = sa.create_engine("sqlite+pysqlite://", creator=lambda: _sqlite_ro(uri),
-                                  poolclass=sa.pool.NullPool)
+                                  poolclass=sa.pool.QueuePool)
     else:
         try:
             engine = sa.create_engine(parsed, pool_pre_ping=True,
@@ -131,11 +132,26 @@ def _watch_sqlite(connection: sqlite3.Connection, info: dict[str, Any]) -> None:
     connection.set_progress_handler(lambda: time.monotonic() > deadline[0], _PROGRESS_STEPS)
 
 
+class _ReadOnlyConnection(sqlite3.Connection):
+    """A connection opened by :func:`open_read_only`: its authorizer is set once, at connect.
+
+    (Setting an authorizer expires the connection's prepared statements, so it is not
+    set again before every query on these.)
+    """
+
+
 def _sqlite_ro(uri: str) -> sqlite3.Connection:
-    connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    connection = sqlite3.connect(uri, uri=True, check_same_thread=False,
+                                 factory=_ReadOnlyConnection)
     connection.execute("PRAGMA query_only = ON")
     connection.set_authorizer(_authorizer)
     return connection
+
+
+def _deny_writes(raw: Any) -> None:
+    """Put the deny-writes authorizer on an SQLite connection not opened here (a user's engine)."""
+    if isinstance(raw, sqlite3.Connection) and not isinstance(raw, _ReadOnlyConnection):
+        raw.set_authorizer(_authorizer)
 
 
 def run_query(engine: Engine, sql: str, timeout_s: float | None = None) -> Table:
@@ -148,13 +164,15 @@ def run_query(engine: Engine, sql: str, timeout_s: float | None = None) -> Table
     if timeout_s is None:
         timeout_s = getattr(engine, _TIMEOUT, None) or DEFAULT_TIMEOUT_S
     bound_statements(engine, timeout_s)  # an engine of the user's own gets the bound too
+    if engine.dialect.name == "sqlite" and engine.driver == "pysqlite":
+        return _run_sqlite(engine, sql, timeout_s)
     started = time.monotonic()
     phase = "connecting"
     try:
         with engine.connect() as connection:
             raw = connection.connection.driver_connection
             if isinstance(raw, sqlite3.Connection):
-                raw.set_authorizer(_authorizer)
+                _deny_writes(raw)
                 if _DEADLINE not in connection.info:  # opened before the bound was set
                     _watch_sqlite(raw, connection.info)
             else:
@@ -176,6 +194,45 @@ def run_query(engine: Engine, sql: str, timeout_s: float | None = None) -> Table
     except (sa.exc.SQLAlchemyError, OSError) as exc:  # a driver's socket timeout is an OSError
         message = str(exc) or type(exc).__name__
         raise _failure(message, phase, time.monotonic() - started, timeout_s) from None
+    return Table(columns, rows)
+
+
+def _run_sqlite(engine: Engine, sql: str, timeout_s: float) -> Table:
+    """SQLite: the statement on the pooled DB-API connection, under the deny-writes authorizer.
+
+    SQLAlchemy's result layer costs more than a one-row SQLite query itself, and
+    ``sql_ground_truth`` runs one query per item, so the cursor is used directly; the
+    deadline (checked by the connection's progress handler) is set here, as the
+    ``before_cursor_execute`` event does for statements run through SQLAlchemy.
+    """
+    started = time.monotonic()
+    try:
+        connection = engine.raw_connection()
+    except sa.exc.DBAPIError as exc:
+        message = str(getattr(exc, "orig", exc)) or type(exc).__name__
+        raise _failure(message, "connecting", time.monotonic() - started, timeout_s) from None
+    try:
+        raw = connection.driver_connection
+        _deny_writes(raw)
+        if _DEADLINE not in connection.info and isinstance(raw, sqlite3.Connection):
+            _watch_sqlite(raw, connection.info)  # opened before the bound was set
+        deadline = connection.info.get(_DEADLINE, [math.inf])
+        started = time.monotonic()
+        deadline[0] = started + timeout_s
+        cursor = connection.cursor()
+        try:
+            cursor.execute(sql)
+            columns = tuple(d[0] for d in cursor.description or ())
+            rows = tuple(tuple(row) for row in cursor.fetchall())
+        finally:
+            deadline[0] = math.inf  # the rollback must not be stopped
+            cursor.close()
+            connection.rollback()
+    except sqlite3.Error as exc:
+        message = str(exc) or type(exc).__name__
+        raise _failure(message, "running", time.monotonic() - started, timeout_s) from None
+    finally:
+        connection.close()  # back to the pool
     return Table(columns, rows)
 
 

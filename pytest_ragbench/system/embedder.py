@@ -67,6 +67,9 @@ class SentenceTransformerEmbedder:
                 from sentence_transformers import SentenceTransformer
             except ImportError as exc:
                 raise ImportError(f"sentence-transformers is missing: {EMBED_EXTRA_HINT}") from exc
+            from pytest_ragbench.threads import limit_torch
+
+            limit_torch()  # an xdist worker's share of the CPUs (pytest_ragbench/threads.py)
             path = self.model_path or str(minilm_path())
             self._model = SentenceTransformer(path, device=self.device)
         return self._model

@@ -388,28 +388,35 @@ def ragbench_prefetch(request: pytest.FixtureRequest, ragbench_config: RagbenchC
     the order the items run. An item of one of several named systems (its
     ``system_name``) is answered by that system, any other by ``ragbench_system``.
     An item takes its answer with ``ragbench_prefetch.answer(item.nodeid, system, request)``.
-    Under pytest-xdist, where a worker cannot know which items it will be given,
-    nothing is prefetched and ``answer`` asks the system directly.
+    On a pytest-xdist worker, only the worker's own items are prefetched: those it has
+    been sent and not run yet, topped up as each item asks (``system/schedule.py``).
     """
+    from pytest_ragbench.system.schedule import on_worker, upcoming
+
     state = _ragbench_prefetch_state
+    worker = on_worker(request.config)
     if state.prefetcher is None:
         from pytest_ragbench.report.progress import progress_bar
         from pytest_ragbench.system.prefetch import Prefetcher
 
-        jobs = [] if hasattr(request.config, "workerinput") else _prefetch_jobs(request)
         progress = functools.partial(
             progress_bar, request.config, "ragbench: waiting for answers", unit="answer",
             bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} ready")
         state.prefetcher = Prefetcher(ragbench_config.concurrency, loop=ragbench_loop,
                                       progress=progress)
-        state.prefetcher.submit_many(jobs)
+        if not worker:
+            state.prefetcher.submit_many(_prefetch_jobs(request, request.session.items))
+    if worker:
+        fresh = [item for item in upcoming(request) if item.nodeid not in state.prefetcher]
+        state.prefetcher.submit_many(_prefetch_jobs(request, fresh))
     return state.prefetcher
 
 
-def _prefetch_jobs(request: pytest.FixtureRequest) -> list[tuple[str, System, AnswerRequest]]:
-    """``(node id, system, request)`` of every selected item that asks up front."""
+def _prefetch_jobs(request: pytest.FixtureRequest, items: Sequence[pytest.Item]
+                   ) -> list[tuple[str, System, AnswerRequest]]:
+    """``(node id, system, request)`` of each of ``items`` that asks up front."""
     wanted = [(item, getattr(item, "system_name", None), item.stash[ANSWER_REQUEST])
-              for item in request.session.items if ANSWER_REQUEST in item.stash]
+              for item in items if ANSWER_REQUEST in item.stash]
     systems: dict[str | None, System] = {}
     if any(name is None for _, name, _ in wanted):
         systems[None] = request.getfixturevalue("ragbench_system")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib.util
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -64,9 +63,9 @@ def default_threads() -> int:
     idle while a session waits on generation; under pytest-xdist the workers share them.
     Greedy output does not depend on the thread count.
     """
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
-    return max(1, (cpus or 1) // max(1, workers))
+    from pytest_ragbench.threads import cpu_share
+
+    return cpu_share()
 
 
 class LlamaCppGenerator:
@@ -99,8 +98,10 @@ class LlamaCppGenerator:
         if self._llama is None:
             from llama_cpp import Llama
 
+            # n_threads_batch (prompt processing) defaults to every CPU: the same share
             self._llama = Llama(model_path=str(self.model_path), n_ctx=self.n_ctx, seed=self.seed,
-                                n_threads=self.n_threads, verbose=False)
+                                n_threads=self.n_threads, n_threads_batch=self.n_threads,
+                                verbose=False)
         return self._llama
 
     @property
