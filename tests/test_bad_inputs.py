@@ -257,6 +257,21 @@ def test_a_byte_that_is_not_utf8_fails_only_its_line(project: pytest.Pytester) -
         "FAILED test_cases/latin1.jsonl::sql_ground_truth?c2? - invalid case*"])
 
 
+def test_a_ragcsv_byte_that_is_not_utf8_fails_only_its_row(project: pytest.Pytester) -> None:
+    row = ('"Paris","[{\'page_content\': \'Paris is the capital.\', \'metadata\': {}}]",'
+           '"","","What is the capital%s?"\n')
+    (project.path / "test_cases" / "bytes.ragcsv.csv").write_bytes(
+        (row % "").encode() + (row % " \xe9").encode("latin-1") + (row % "").encode())
+    collected = project.runpytest("--ragbench", "--collect-only", "-q")
+    collected.stdout.fnmatch_lines(["*::ragcsv?bytes:1?", "*::ragcsv?bytes:2?",
+                                    "*::ragcsv?bytes:3?"])  # the other rows are read
+    result = project.runpytest("--ragbench", "-q", "-k", "bytes:2")
+    result.assert_outcomes(failed=1, deselected=4)  # good.yaml's two items, rows 1 and 3
+    result.stdout.fnmatch_lines([
+        "invalid case: test_cases/bytes.ragcsv.csv:2: field 'column 4 (question)': "
+        "not UTF-8 text (invalid byte 0xe9)"])
+
+
 def _beir(folder: Path, corpus: list[str], queries: list[str], qrels: list[str]) -> None:
     (folder / "qrels").mkdir(parents=True)
     (folder / "corpus.jsonl").write_text("".join(f'{{"_id": "{d}", "text": "about {d}"}}\n'

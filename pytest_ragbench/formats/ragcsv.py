@@ -91,11 +91,9 @@ def read_ragcsv(path: str | Path) -> RagcsvFile:
         data = path.read_bytes()
     except OSError as exc:
         raise CaseError(f"cannot read file: {exc.strerror}", file=path) from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise CaseError(f"not UTF-8 ({exc.reason})", file=path, line=line) from None
+    # An invalid byte fails only the row it is in: it is kept as a lone surrogate
+    # (surrogateescape) and the row holding one is reported with the byte's line.
+    text = data.decode("utf-8-sig", errors="surrogateescape")
     result = RagcsvFile(path)
     number = 0
     first = True
@@ -108,11 +106,24 @@ def read_ragcsv(path: str | Path) -> RagcsvFile:
         first = False
         number += 1
         try:
+            _check_utf8(cells, line)
             result.rows.append(parse_row(cells, number, line))
         except CaseError as exc:
             result.error_rows[len(result.errors)] = number
             result.errors.append(exc.located(file=path, line=line))
     return result
+
+
+def _check_utf8(cells: list[str], line: int) -> None:
+    """``CaseError`` naming the line and column of the row's first byte that is not UTF-8."""
+    lines_before = 0  # newlines inside the earlier (quoted) cells of the row
+    for column, cell in zip(COLUMNS, cells, strict=False):
+        bad = next((i for i, char in enumerate(cell) if "\udc80" <= char <= "\udcff"), None)
+        if bad is not None:
+            byte = ord(cell[bad]) - 0xDC00
+            raise CaseError(f"not UTF-8 text (invalid byte 0x{byte:02x})",
+                            line=line + lines_before + cell.count("\n", 0, bad), field=column)
+        lines_before += cell.count("\n")
 
 
 def is_header(cells: list[str]) -> bool:
