@@ -1,6 +1,6 @@
 """Interrupted runs, through real signals to a real pytest process, and ``--ragbench-resume``.
 
-A toy project (tests/test_report_support.py) answers through a slow system that writes
+A toy project (tests/toy_project.py) answers through a slow system that writes
 each question it is asked to ``calls.log``, so the run is mid-way when the signal comes.
 The test waits until the run's journal holds some finished records, notes them, sends
 SIGINT or SIGTERM with ``os.kill`` (to pytest, or to its whole process group as a
@@ -28,7 +28,7 @@ import pytest
 from pytest_ragbench.report import files, journal, resume
 from pytest_ragbench.report.interruption import run_status
 from tests.browser import browser, require_chromium
-from tests.test_report_support import items_jsonl, make_toy_project, results
+from tests.toy_project import items_jsonl, make_toy_project, results
 
 CASES = 16
 SLOW_SYSTEM = '''

@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from tests.test_report_support import results
+from tests.toy_project import results
 
 SYSTEMS = ("perfect", "s1", "s2", "s3", "s4", "s5", "s6", "wrong")
 CASES = 30

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from tests.helpers import XDIST_MODES
-from tests.test_report_support import items_jsonl, make_toy_project, results
+from tests.toy_project import items_jsonl, make_toy_project, results
 
 MODE_IDS = ["plain", "n2", "no-xdist"]
 SLOW_SYSTEM = '''

@@ -16,7 +16,7 @@ from pytest_ragbench.metrics import read_qrels, read_run
 from pytest_ragbench.records import ItemRecord
 from pytest_ragbench.report import beir, document, files, runs
 from tests.conftest import REPO_ROOT, oracle_file
-from tests.test_report_support import make_toy_project, report_files
+from tests.toy_project import make_toy_project, report_files
 
 APPENDER = """
 import sys

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.helpers import XDIST_MODES
-from tests.test_report_support import make_toy_project, results
+from tests.toy_project import make_toy_project, results
 
 MODE_IDS = ["plain", "n2", "no-xdist"]
 

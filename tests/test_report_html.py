@@ -22,7 +22,7 @@ from matplotlib import image as mpimage
 
 from tests.browser import browser, require_chromium
 from tests.helpers import make_scores_db
-from tests.test_report_support import items_jsonl, make_toy_project
+from tests.toy_project import items_jsonl, make_toy_project
 
 SQL_CASES = """
 kind: sql

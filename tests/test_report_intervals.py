@@ -11,7 +11,7 @@ from pytest_ragbench.cases.build import build_case
 from pytest_ragbench.cases.records import RawRecord
 from pytest_ragbench.report import terminal
 from tests.test_report_aggregate import build, record
-from tests.test_report_support import make_toy_project, results
+from tests.toy_project import make_toy_project, results
 
 METHODS = {"wilson", "clopper-pearson", "bca", "t"}
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import XDIST_MODES
-from tests.test_report_support import make_toy_project, results
+from tests.toy_project import make_toy_project, results
 
 MODE_IDS = ["plain", "n2", "no-xdist"]
 GATES = '[tool.ragbench.gates]\n"toy.token_f1" = {bound}\n"toy.exact_match" = 0.1\n'

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.report import document, html, plots, terminal
-from tests.test_report_support import items_jsonl, make_toy_project, results
+from tests.toy_project import items_jsonl, make_toy_project, results
 
 GATE = '[tool.ragbench.gates]\n"toy.token_f1" = 0.5\n'
 

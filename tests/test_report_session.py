@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import XDIST_MODES, make_scores_db, ragbench_section
-from tests.test_report_support import (
+from tests.toy_project import (
     items_jsonl,
     make_toy_project,
     report_files,

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from tests.helpers import XDIST_MODES, failure_section, make_scores_db
-from tests.test_report_support import items_jsonl, make_toy_project, results
-from tests.test_systems_terminal import run_in_terminal
+from tests.pseudo_terminal import run_in_terminal
+from tests.toy_project import items_jsonl, make_toy_project, results
 
 MODE_IDS = ["plain", "n2", "no-xdist"]
 

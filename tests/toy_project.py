@@ -1,4 +1,4 @@
-"""Shared by the ``test_report_*`` modules (no tests here): a project with a test-only kind.
+"""A toy ragbench project for the report tests: a test-only kind, a lookup-table system.
 
 The ``toy`` kind (cases and items, added through ``pytest_ragbench_item_kinds`` as a
 plugin would) reads ``toy`` cases; a lookup-table system answers (overriding
