@@ -84,7 +84,9 @@ class RagbenchProject:
 
     def pyproject(self, toml: str) -> Path:
         """Write ``pyproject.toml`` (its ``[tool.ragbench]`` tables)."""
-        return Path(self.pytester.makefile(".toml", pyproject=toml))
+        path = self.path / "pyproject.toml"
+        path.write_text(toml, encoding="utf-8")
+        return path
 
     def scores_db(self, name: str = "scores.db") -> Path:
         """The small teams/scores SQLite database (:func:`tests.helpers.make_scores_db`)."""
@@ -121,8 +123,13 @@ class RagbenchProject:
         return {record["case_id"]: record for record in self.items(report)
                 if kind is None or record["kind"] == kind}
 
-    def leaderboard(self, report: str = REPORT) -> list[list[str]]:
-        """The rows of ``leaderboard.csv``, header first."""
+    def leaderboard(self, report: str = REPORT) -> list[dict[str, str]]:
+        """The rows of ``leaderboard.csv``, by column name."""
+        with (self.report_dir(report) / "leaderboard.csv").open(newline="") as handle:
+            return list(csv.DictReader(handle))
+
+    def leaderboard_rows(self, report: str = REPORT) -> list[list[str]]:
+        """The rows of ``leaderboard.csv`` as written, header first."""
         with (self.report_dir(report) / "leaderboard.csv").open(newline="") as handle:
             return list(csv.reader(handle))
 
