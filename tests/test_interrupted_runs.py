@@ -319,9 +319,9 @@ def test_compare_against_a_partial_run_warns(pytester: pytest.Pytester) -> None:
     saved = json.loads(next((project.report_dir() / "runs").glob("*_part.json"))
                        .read_text())
     assert saved["run"]["status"] == "interrupted" and saved["run"]["items_not_run"] == 1
-    (project.path / "test_cases" / "toy.jsonl").write_text(
+    project.cases("toy.jsonl", (
         "".join(line + "\n" for line in (project.path / "test_cases" / "toy.jsonl")
-                .read_text().splitlines() if "INTERRUPT" not in line))
+                .read_text().splitlines() if "INTERRUPT" not in line)))
     result = project.runpytest("--ragbench", "--ragbench-compare", "part")
     assert result.ret == pytest.ExitCode.OK
     text = "the baseline 0001_part is a partial run (interrupted, 1 item not run): " \
