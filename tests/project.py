@@ -44,6 +44,12 @@ class RagbenchProject:
 
     # -- writing the project ---------------------------------------------------------------
 
+    def cases_dir(self) -> Path:
+        """``test_cases/``, made if missing (a project whose case files come later)."""
+        folder = self.path / "test_cases"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
     def cases(self, name: str, content: str | list[dict[str, Any]]) -> Path:
         """Write ``test_cases/<name>``: text as given, a list of records as JSON lines."""
         path = self.path / "test_cases" / name
