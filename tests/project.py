@@ -129,6 +129,10 @@ class RagbenchProject:
         return {record["case_id"]: record for record in self.items(report)
                 if kind is None or record["kind"] == kind}
 
+    def items_by_name(self, report: str = REPORT) -> dict[str, dict[str, Any]]:
+        """The ``items.jsonl`` records by test name (``kind[id]``, the node id's last part)."""
+        return {record["nodeid"].rpartition("::")[2]: record for record in self.items(report)}
+
     def leaderboard(self, report: str = REPORT) -> list[dict[str, str]]:
         """The rows of ``leaderboard.csv``, by column name."""
         with (self.report_dir(report) / "leaderboard.csv").open(newline="") as handle:
