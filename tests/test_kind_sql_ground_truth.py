@@ -160,9 +160,9 @@ BAD_INPUT = {
 
 def test_bad_input_gives_clear_errors_and_the_rest_runs(project: RagbenchProject) -> None:
     for name, text in BAD_INPUT.items():
-        (project.path / "test_cases" / name).write_text(text)
-    project.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n"
-                    "ragbench_dbs =\n    missing_db = sqlite:///nowhere/missing.db\n")
+        project.cases(name, text)
+    project.ini("ragbench_dbs =\n    missing_db = sqlite:///nowhere/missing.db\n",
+                ragbench_db_url="sqlite:///scores.db")
     result = project.runpytest("-q", "-rfE")
     output = result.stdout.str()
     assert "INTERNALERROR" not in output

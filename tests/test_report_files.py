@@ -70,16 +70,15 @@ def test_concurrent_sessions_share_one_report_dir(pytester: pytest.Pytester) -> 
     outputs = [p.communicate(timeout=600)[0] for p in processes]
     assert [p.returncode for p in processes] == [0] * 4, outputs
     assert not any("could not write the report" in out for out in outputs)
-    folder = project.path / "shared"
-    with (folder / "leaderboard.csv").open(newline="") as handle:
-        rows = list(csv.reader(handle))
+    folder = project.report_dir("shared")
+    rows = project.leaderboard_rows("shared")
     assert rows[0] == list(files.LEADERBOARD_COLUMNS)
     run_ids = [row[1] for row in rows[1:]]
     assert len(set(run_ids)) == 4
     per_run = len(run_ids) // 4
     assert per_run == 2 and len(run_ids) == 8  # toy.exact_match and toy.token_f1
     assert all(len(set(run_ids[i:i + per_run])) == 1 for i in range(0, 8, per_run))
-    results = json.loads((folder / "results.json").read_text())
+    results = project.results("shared")
     assert results["run"]["id"] in run_ids and len(results["items"]) == 8
     assert [n for n, _, _ in runs.saved_runs(folder)] == [1, 2, 3, 4]
     assert not [p.name for p in folder.rglob("*") if p.name.endswith(".tmp")]
@@ -177,7 +176,7 @@ def test_no_secret_reaches_any_report_file(pytester: pytest.Pytester,
         "--ragbench-db-url", f"postgresql://carol:{SECRETS[2]}@db.example/main",
         "--junitxml", "report/junit.xml")
     result.assert_outcomes(passed=6)
-    written = [*report_files(project.path / ".ragbench"), project.path / "report/junit.xml"]
+    written = [*report_files(project.report_dir()), project.path / "report/junit.xml"]
     names = {p.name for p in written}
     assert {"results.json", "items.jsonl", "leaderboard.csv", "report.html",
             "0001_secret-check.json", "junit.xml"} <= names
@@ -187,6 +186,6 @@ def test_no_secret_reaches_any_report_file(pytester: pytest.Pytester,
             assert secret not in text, f"{secret} in {path}"
     for secret in SECRETS:
         assert secret not in result.stdout.str() + result.stderr.str()
-    config = json.loads((project.path / ".ragbench" / "results.json").read_text())["config"]
+    config = project.results()["config"]
     assert config["llm_url"] == "http://alice:***@127.0.0.1:9/v1"
     assert config["dbs"]["warehouse"] == "postgresql://bob:***@db.example/sales"

@@ -285,7 +285,7 @@ def test_registered_systems_on_the_sql_kind(pytester: pytest.Pytester,
     assert "system 'broken' could not be built: RuntimeError: no credentials for the broken " \
            "app" in broken
     assert "Traceback" not in broken
-    items = {i["nodeid"].rpartition("::")[2]: i for i in project.items()}
+    items = project.items_by_name()
     assert items["sql[bad-lakers_points]"]["status"] == "failed"
     assert items["sql[bad-heat_city]"]["status"] == "passed"
     assert items["sql[offline-heat_city]"]["status"] == "skipped"
