@@ -69,9 +69,8 @@ def test_a_document_that_cannot_be_built_removes_the_stale_files(
     folder = project.path / ".ragbench"
     assert (folder / "results.json").is_file() and (folder / "report.html").is_file()
     monkeypatch.setattr(document, "build", broken)
-    (project.path / "test_cases" / "toy.jsonl").write_text(
-        "".join(line + "\n" for line in
-                (project.path / "test_cases" / "toy.jsonl").read_text().splitlines()[:4]))
+    first_four = (project.path / "test_cases" / "toy.jsonl").read_text().splitlines()[:4]
+    project.cases("toy.jsonl", "".join(line + "\n" for line in first_four))
     result = project.runpytest("--ragbench")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*ragbench: building the results document failed "

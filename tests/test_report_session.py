@@ -3,7 +3,6 @@ crashed workers, interrupted runs, ``-x``, ``--lf``, ``--junitxml``."""
 
 from __future__ import annotations
 
-import json
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -255,7 +254,7 @@ def test_report_dir_option(project: RagbenchProject) -> None:
     project.runpytest("--ragbench", "--ragbench-report", "build/eval")
     assert (project.path / "build" / "eval" / "results.json").is_file()
     assert not (project.path / ".ragbench").exists()
-    data = json.loads((project.path / "build/eval/results.json").read_text())
+    data = project.results("build/eval")
     assert data["run"]["git_commit"] is None  # not a git work tree
     assert data["run"]["versions"]["pytest"] == pytest.__version__
     assert data["run"]["machine"]["python"]
