@@ -1,12 +1,12 @@
 """One pytester project for a ragbench run: write its files, run pytest, read its reports.
 
-Every pytester-driven test builds its project through :class:`RagbenchProject`::
+A test that runs pytest on a ragbench project builds it through :class:`RagbenchProject`::
 
     project = RagbenchProject(pytester).ini(ragbench_db_url="sqlite:///scores.db")
     project.scores_db()
     project.cases("scores.yaml", CASES_YAML)
     project.run("--ragbench", "-q").assert_outcomes(passed=3)
-    assert project.items_by_case()["lakers_points"]["passed"]
+    assert project.items_by_case()["lakers_points"]["status"] == "passed"
 
 Anything else of :class:`pytest.Pytester` (``runpytest``, ``makepyfile``, ``mkdir``, ...)
 is reached through the project, so a test reads ``project.runpytest(...)`` as before.
@@ -24,7 +24,7 @@ import pytest
 
 from tests.helpers import make_scores_db
 
-REPORT = ".ragbench"  # the default report dir (--ragbench-report-dir)
+REPORT = ".ragbench"  # the default report dir (--ragbench-report=DIR moves it)
 
 
 class RagbenchProject:
