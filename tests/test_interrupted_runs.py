@@ -312,7 +312,7 @@ if os.environ.get("KILL_IN_HTML"):
 
 
 def test_compare_against_a_partial_run_warns(pytester: pytest.Pytester) -> None:
-    stop = {"id": "zz_stop", "kind": "ragas", "question": "INTERRUPT here", "ground_truth": "x y"}
+    stop = {"id": "zz_stop", "kind": "toy", "question": "INTERRUPT here", "ground_truth": "x y"}
     project = make_toy_project(pytester, 6, extra_cases=[stop])
     partial = project.runpytest("--ragbench", "--ragbench-save", "part", no_reraise_ctrlc=True)
     assert partial.ret == pytest.ExitCode.INTERRUPTED
@@ -354,7 +354,7 @@ def test_exitfirst_makes_a_partial_run_that_resume_finishes(pytester: pytest.Pyt
 
 
 def test_resume_refuses_a_run_with_other_settings(pytester: pytest.Pytester) -> None:
-    stop = {"id": "zz_stop", "kind": "ragas", "question": "INTERRUPT here", "ground_truth": "x y"}
+    stop = {"id": "zz_stop", "kind": "toy", "question": "INTERRUPT here", "ground_truth": "x y"}
     project = make_toy_project(pytester, 3, extra_cases=[stop])
     project.runpytest("--ragbench", no_reraise_ctrlc=True)
     result = project.runpytest("--ragbench", "--ragbench-resume", "--ragbench-max-tokens=7")
