@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.project import RagbenchProject
 
 DOCS = ("glossary_shooting_efficiency.md", "glossary_impact_metrics.md",
         "glossary_usage_and_pace.md", "reddit_jokic_vs_sga_mvp.md",
@@ -132,34 +130,20 @@ cases:
 
 
 def make_project(pytester: pytest.Pytester, conftest: str, cases: str = CASES,
-                 corpus: bool = True) -> pytest.Pytester:
+                 corpus: bool = True) -> RagbenchProject:
     """Write the cases, the conftest and (a copy of) the corpus documents."""
-    folder = pytester.mkdir("test_cases")
-    (folder / "cases.yaml").write_text(cases)
+    project = RagbenchProject(pytester).conftest(conftest).ini()
+    project.cases("cases.yaml", cases)
     if corpus:
-        (folder / "corpus").mkdir()
-        for name in DOCS:
-            shutil.copy(REPO_ROOT / "test_cases" / "corpus" / name, folder / "corpus" / name)
-    pytester.makeconftest(conftest)
-    pytester.makeini("[pytest]\n")
-    return pytester
+        source = REPO_ROOT / "test_cases" / "corpus"
+        project.corpus({name: (source / name).read_text(encoding="utf-8") for name in DOCS})
+    return project
 
 
-def results(project: pytest.Pytester, report: str = ".ragbench") -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((project.path / report / "results.json").read_text())
-    return data
-
-
-def items(project: pytest.Pytester, report: str = ".ragbench") -> dict[str, dict[str, Any]]:
-    """The records of items.jsonl by case id."""
-    lines = (project.path / report / "items.jsonl").read_text().splitlines()
-    return {(r := json.loads(line))["case_id"]: r for line in lines}
-
-
-def asked(project: pytest.Pytester) -> list[list[str]]:
+def asked(project: RagbenchProject) -> list[list[str]]:
     """The batches of questions the scripted system was asked, in order (one process)."""
     batches: list[list[str]] = []
-    for log in sorted(Path(project.path).glob("asked-*.jsonl")):
+    for log in sorted(project.path.glob("asked-*.jsonl")):
         batches += [json.loads(line) for line in log.read_text().splitlines()]
         log.unlink()
     return batches

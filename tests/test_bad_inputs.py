@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import XDIST_MODES, make_scores_db
+from tests.helpers import XDIST_MODES
+from tests.project import RagbenchProject
 
 pytest_plugins = ["pytester"]
 MODE_IDS = ["plain", "n2", "no-xdist"]
@@ -35,14 +36,14 @@ GOOD_CASE = """\
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
+def project(pytester: pytest.Pytester) -> RagbenchProject:
     """A repository with test_cases/ (one good case) and a SQLite database in its ini file."""
-    make_scores_db(pytester.path / "scores.db")
-    pytester.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n"
-                     "ragbench_sql_timeout = 1\naddopts = -p no:cacheprovider\n")
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "good.yaml").write_text(GOOD_CASE)
-    return pytester
+    project = RagbenchProject(pytester).ini(ragbench_db_url="sqlite:///scores.db",
+                                            ragbench_sql_timeout=1,
+                                            addopts="-p no:cacheprovider")
+    project.scores_db()
+    project.cases("good.yaml", GOOD_CASE)
+    return project
 
 
 def _timed(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, float]:
@@ -55,11 +56,11 @@ def _timed(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, flo
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_endless_recursive_sql_fails_its_item_within_the_bound(
-        project: pytest.Pytester, mode: tuple[str, ...]) -> None:
-    (project.path / "test_cases" / "endless.yaml").write_text(
+        project: RagbenchProject, mode: tuple[str, ...]) -> None:
+    project.cases("endless.yaml", (
         "- id: endless\n  question: q\n"
         "  expected_sql: WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
-        "SELECT COUNT(*) AS n FROM r\n  ground_truth_data: {n: 1}\n")
+        "SELECT COUNT(*) AS n FROM r\n  ground_truth_data: {n: 1}\n"))
     result, seconds = _timed(project, "-q", *mode)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*database error: the statement was stopped after 1.* s: "
@@ -100,7 +101,7 @@ def silent_server() -> Iterator[SilentServer]:
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_database_that_never_answers_fails_within_the_connect_timeout(
-        project: pytest.Pytester, silent_server: SilentServer, mode: tuple[str, ...]) -> None:
+        project: RagbenchProject, silent_server: SilentServer, mode: tuple[str, ...]) -> None:
     url = f"postgresql+pg8000://reader:s3cret@127.0.0.1:{silent_server.port}/nba"
     result, seconds = _timed(project, "-q", f"--ragbench-db-url={url}", *mode)
     result.assert_outcomes(failed=1)
@@ -132,7 +133,7 @@ def ragbench_system(ragbench_llm):
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_model_server_that_hangs_costs_retries_times_timeout(
-        project: pytest.Pytester, mode: tuple[str, ...]) -> None:
+        project: RagbenchProject, mode: tuple[str, ...]) -> None:
     from pytest_ragbench.system.loopback import LoopbackServer
 
     project.makeconftest(LLM_ONLY_SYSTEM)
@@ -184,8 +185,8 @@ def test_alias_bomb_is_refused_in_well_under_five_seconds(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_alias_bomb_fails_as_one_item_and_the_rest_runs(
-        project: pytest.Pytester, mode: tuple[str, ...]) -> None:
-    (project.path / "test_cases" / "bomb.yaml").write_text(alias_bomb(10))
+        project: RagbenchProject, mode: tuple[str, ...]) -> None:
+    project.cases("bomb.yaml", alias_bomb(10))
     result, seconds = _timed(project, "-q", *mode)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*invalid case: test_cases/bomb.yaml:7: aliases expand this "
@@ -195,15 +196,15 @@ def test_alias_bomb_fails_as_one_item_and_the_rest_runs(
 
 # -- bad input that must not pass ----------------------------------------------------------
 
-def test_keys_given_twice_fail_their_case_naming_both_lines(project: pytest.Pytester) -> None:
-    (project.path / "test_cases" / "twice.yaml").write_text(
+def test_keys_given_twice_fail_their_case_naming_both_lines(project: RagbenchProject) -> None:
+    project.cases("twice.yaml", (
         "- id: twice\n  question: q\n  expected_sql: SELECT 1 AS n\n"
-        "  ground_truth_data: {n: 1}\n  question: q2\n")
-    (project.path / "test_cases" / "twice.json").write_text(
+        "  ground_truth_data: {n: 1}\n  question: q2\n"))
+    project.cases("twice.json", (
         '[{"id": "once", "question": "q", "expected_sql": "SELECT 1 AS n",\n'
         '  "ground_truth_data": {"n": 1}},\n'
         ' {"id": "nested", "question": "q", "expected_sql": "SELECT 1 AS n",\n'
-        '  "ground_truth_data": {"n": 1,\n                        "n": 2}}]\n')
+        '  "ground_truth_data": {"n": 1,\n                        "n": 2}}]\n'))
     result = project.runpytest("-q")
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines([
@@ -215,13 +216,13 @@ def test_keys_given_twice_fail_their_case_naming_both_lines(project: pytest.Pyte
 
 
 def test_expected_sql_given_twice_is_an_error_and_nothing_runs(
-        project: pytest.Pytester) -> None:
+        project: RagbenchProject) -> None:
     before = hashlib.sha256((project.path / "scores.db").read_bytes()).hexdigest()
-    (project.path / "test_cases" / "delete.yaml").write_text(
+    project.cases("delete.yaml", (
         "- id: sneaky\n  question: q\n  expected_sql: DELETE FROM teams\n"
         "  ground_truth_data: {n: 3}\n  expected_sql: SELECT COUNT(*) AS n FROM teams\n"
         "- id: aliased\n  question: q\n  gold_sql: DELETE FROM teams\n"
-        "  expected_sql: SELECT COUNT(*) AS n FROM teams\n  ground_truth_data: {n: 3}\n")
+        "  expected_sql: SELECT COUNT(*) AS n FROM teams\n  ground_truth_data: {n: 3}\n"))
     result = project.runpytest("-q")
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines([
@@ -232,7 +233,7 @@ def test_expected_sql_given_twice_is_an_error_and_nothing_runs(
     assert hashlib.sha256((project.path / "scores.db").read_bytes()).hexdigest() == before
 
 
-def test_json_and_jsonl_accept_a_byte_order_mark(project: pytest.Pytester) -> None:
+def test_json_and_jsonl_accept_a_byte_order_mark(project: RagbenchProject) -> None:
     case = ('{"id": "%s", "question": "q", "expected_sql": "SELECT 1 AS n", '
             '"ground_truth_data": {"n": 1}}')
     (project.path / "test_cases" / "bom.json").write_bytes(
@@ -243,7 +244,7 @@ def test_json_and_jsonl_accept_a_byte_order_mark(project: pytest.Pytester) -> No
     result.assert_outcomes(passed=2)
 
 
-def test_a_byte_that_is_not_utf8_fails_only_its_line(project: pytest.Pytester) -> None:
+def test_a_byte_that_is_not_utf8_fails_only_its_line(project: RagbenchProject) -> None:
     line = ('{"id": "c%d", "question": "q%s", "expected_sql": "SELECT 1 AS n", '
             '"ground_truth_data": {"n": 1}}\n')
     (project.path / "test_cases" / "latin1.jsonl").write_bytes(
@@ -282,7 +283,7 @@ def _beir(folder: Path, corpus: list[str], queries: list[str], qrels: list[str])
                                                + "".join(f"{row}\n" for row in qrels))
 
 
-def test_beir_folders_are_validated(project: pytest.Pytester) -> None:
+def test_beir_folders_are_validated(project: RagbenchProject) -> None:
     cases = project.path / "test_cases"
     _beir(cases / "holes", ["d1", "d2"], ["q1", "q2"],
           ["q1\td1\t1", "q1\td9\t1", "q2\td8\t1", "q2\td7\t2"])
@@ -310,7 +311,7 @@ def test_beir_folders_are_validated(project: pytest.Pytester) -> None:
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_a_symlink_loop_collects_each_case_once(
-        project: pytest.Pytester, mode: tuple[str, ...]) -> None:
+        project: RagbenchProject, mode: tuple[str, ...]) -> None:
     sub = project.path / "test_cases" / "sub"
     sub.mkdir()
     (sub / "other.yaml").write_text(GOOD_CASE.replace("id: good", "id: other"))
@@ -320,7 +321,7 @@ def test_a_symlink_loop_collects_each_case_once(
     result.assert_outcomes(passed=2)  # 41 copies of each before
 
 
-def test_an_unreadable_folder_is_one_warning(project: pytest.Pytester,
+def test_an_unreadable_folder_is_one_warning(project: RagbenchProject,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     locked = project.path / "test_cases" / "locked"
     locked.mkdir()
@@ -346,12 +347,12 @@ def test_an_unreadable_folder_is_one_warning(project: pytest.Pytester,
 
 
 def test_a_case_module_named_like_a_test_module_is_read_never_imported(
-        project: pytest.Pytester) -> None:
+        project: RagbenchProject) -> None:
     marker = project.path / "IMPORTED"
-    (project.path / "test_cases" / "test_nba_test_cases.py").write_text(
+    project.cases("test_nba_test_cases.py", (
         f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
         "SQL_TEST_CASES = [dict(id='module', question='q', expected_sql='SELECT 1 AS n', "
-        "ground_truth_data={'n': 1})]\n\n\ndef test_inside():\n    assert False\n")
+        "ground_truth_data={'n': 1})]\n\n\ndef test_inside():\n    assert False\n"))
     result = project.runpytest("-v")
     result.assert_outcomes(passed=2)  # good and module: test_inside is not collected
     result.stdout.fnmatch_lines(["*test_nba_test_cases.py::sql_ground_truth?module? PASSED*"])
@@ -359,7 +360,7 @@ def test_a_case_module_named_like_a_test_module_is_read_never_imported(
 
 
 def test_a_path_flag_written_with_a_space_stops_the_session(
-        project: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> None:
+        project: RagbenchProject, tmp_path_factory: pytest.TempPathFactory) -> None:
     outside = tmp_path_factory.mktemp("report_outside")
     result = project.runpytest("--ragbench-report", str(outside), "--ragbench-cases",
                                str(outside))
@@ -373,11 +374,11 @@ def test_a_path_flag_written_with_a_space_stops_the_session(
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_a_case_threshold_on_a_metric_not_recorded_fails_that_case(
-        project: pytest.Pytester, mode: tuple[str, ...]) -> None:
-    (project.path / "test_cases" / "typo.yaml").write_text(
+        project: RagbenchProject, mode: tuple[str, ...]) -> None:
+    project.cases("typo.yaml", (
         "- id: typo\n  question: How many teams?\n"
         "  expected_sql: SELECT COUNT(*) AS n FROM teams\n  ground_truth_data: {n: 3}\n"
-        "  thresholds: {mach: 1}\n")
+        "  thresholds: {mach: 1}\n"))
     result = project.runpytest("-q", *mode)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*test_cases/typo.yaml:5: field 'thresholds.mach': no sql "
@@ -386,9 +387,8 @@ def test_a_case_threshold_on_a_metric_not_recorded_fails_that_case(
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_a_configured_threshold_on_a_metric_not_recorded_stops_the_session(
-        project: pytest.Pytester, mode: tuple[str, ...]) -> None:
-    (project.path / "test_cases" / "ragbench.toml").write_text(
-        '[thresholds]\n"sql_ground_truth.mach" = 1\n')
+        project: RagbenchProject, mode: tuple[str, ...]) -> None:
+    project.gates('[thresholds]\n"sql_ground_truth.mach" = 1\n')
     result = project.runpytest_subprocess("-q", *mode)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([

@@ -25,7 +25,8 @@ import pytest
 from scipy import stats as sps
 
 from tests.conftest import oracle_file
-from tests.helpers import XDIST_MODES, make_scores_db
+from tests.helpers import XDIST_MODES
+from tests.project import RagbenchProject
 
 GATE = 0.45  # on semantic_similarity; see test_wikiqa_labels_calibrate_the_proxy_end_to_end
 
@@ -44,7 +45,7 @@ def wikiqa_pairs() -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def wikiqa_project(pytester: pytest.Pytester) -> tuple[pytest.Pytester, dict[str, float]]:
+def wikiqa_project(pytester: pytest.Pytester) -> tuple[RagbenchProject, dict[str, float]]:
     """232 RAGAS samples; labels of 60 in labels.jsonl, of 10 more in the cases themselves.
 
     Returns the project and the people's labels it carries, by case id.
@@ -52,7 +53,7 @@ def wikiqa_project(pytester: pytest.Pytester) -> tuple[pytest.Pytester, dict[str
     pairs = wikiqa_pairs()
     held_out = random.Random(14).sample(pairs, 70)
     in_file, in_cases = held_out[:60], {p["id"] for p in held_out[60:]}
-    pytester.mkdir("test_cases")
+    project = RagbenchProject(pytester)
     samples = []
     for pair in pairs:
         sample = {"id": pair["id"], "kind": "ragas", "question": pair["question"],
@@ -61,10 +62,8 @@ def wikiqa_project(pytester: pytest.Pytester) -> tuple[pytest.Pytester, dict[str
         if pair["id"] in in_cases:
             sample["human"] = {"semantic_similarity": pair["label"]}
         samples.append(sample)
-    (pytester.path / "test_cases" / "wikiqa.jsonl").write_text(
-        "".join(json.dumps(s) + "\n" for s in samples))
-    (pytester.path / "test_cases" / "ragbench.toml").write_text(
-        f'[gates]\n"ragas.semantic_similarity" = {GATE}\n')
+    project.cases("wikiqa.jsonl", samples)
+    project.gates(f'[gates]\n"ragas.semantic_similarity" = {GATE}\n')
     lines = [{"id": p["id"], "metric": "semantic_similarity", "score": p["label"]}
              for p in in_file]
     lines += [{"id": p["id"], "metric": "token_f1", "score": p["label"], "kind": "ragas",
@@ -72,8 +71,8 @@ def wikiqa_project(pytester: pytest.Pytester) -> tuple[pytest.Pytester, dict[str
     lines += [{"id": "q999-correct", "metric": "semantic_similarity", "score": 1},
               {"id": in_file[0]["id"], "metric": "semantic_similarity", "score": 1,
                "kind": "vector"}]
-    (pytester.path / "labels.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    return pytester, {p["id"]: float(p["label"]) for p in held_out}
+    (project.path / "labels.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return project, {p["id"]: float(p["label"]) for p in held_out}
 
 
 def ppi_by_hand(judge_all: list[float], judge_labeled: list[float],
@@ -91,14 +90,13 @@ def ppi_by_hand(judge_all: list[float], judge_labeled: list[float],
 
 
 def test_wikiqa_labels_calibrate_the_proxy_end_to_end(
-        wikiqa_project: tuple[pytest.Pytester, dict[str, float]]) -> None:
+        wikiqa_project: tuple[RagbenchProject, dict[str, float]]) -> None:
     project, people = wikiqa_project
     result = project.runpytest_subprocess(
         "--ragbench", "-q", "-p", "no:cacheprovider", "--ragbench-gate=ci-lower",
         "--ragbench-judge-labels=labels.jsonl")
-    document = json.loads((project.path / ".ragbench" / "results.json").read_text())
-    items = [json.loads(line) for line in
-             (project.path / ".ragbench" / "items.jsonl").read_text().splitlines()]
+    document = project.results()
+    items = project.items()
     assert len(items) == 232 and all(i["status"] == "passed" for i in items)
 
     # Independent computation: every item's proxy score from items.jsonl; the people's
@@ -210,23 +208,22 @@ REVIEW = {"lakers_points": 1, "heat_points": 0, "miami_city": 0, "boston_city": 
 
 
 @pytest.fixture
-def sql_project(pytester: pytest.Pytester) -> pytest.Pytester:
-    make_scores_db(pytester.path / "scores.db")
-    pytester.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n")
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "scores.yaml").write_text(SQL_CASES)
-    (pytester.path / "review.jsonl").write_text("".join(
+def sql_project(pytester: pytest.Pytester) -> RagbenchProject:
+    project = RagbenchProject(pytester).ini(ragbench_db_url="sqlite:///scores.db")
+    project.scores_db()
+    project.cases("scores.yaml", SQL_CASES)
+    (project.path / "review.jsonl").write_text("".join(
         json.dumps({"id": k, "metric": "match", "score": v}) + "\n" for k, v in REVIEW.items()))
-    return pytester
+    return project
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=["default", "n2", "no-xdist"])
-def test_labels_reach_the_report_in_every_xdist_mode(sql_project: pytest.Pytester,
+def test_labels_reach_the_report_in_every_xdist_mode(sql_project: RagbenchProject,
                                                      mode: tuple[str, ...]) -> None:
     result = sql_project.runpytest_subprocess("-p", "no:cacheprovider", *mode,
                                               "--ragbench-judge-labels=review.jsonl")
     result.assert_outcomes(passed=4, failed=2)
-    document = json.loads((sql_project.path / ".ragbench" / "results.json").read_text())
+    document = sql_project.results()
     entry = document["judge_calibration"]["sql_ground_truth"]["match"]
     # Check: 1 1 0 1 1 0 (alphabetical: boston, celtics, heat, lakers_pct, lakers_points,
     # miami); people: 1 1 0 0 1 0.
@@ -249,7 +246,7 @@ def test_labels_reach_the_report_in_every_xdist_mode(sql_project: pytest.Pyteste
 
 
 def test_bad_label_lines_fail_the_session_and_the_good_ones_count(
-        sql_project: pytest.Pytester) -> None:
+        sql_project: RagbenchProject) -> None:
     path = sql_project.path / "review.jsonl"
     path.write_text(path.read_text() + '{"id": "x", "metric": "match", "score": "yes"}\n'
                     "{oops\n")
@@ -262,13 +259,13 @@ def test_bad_label_lines_fail_the_session_and_the_good_ones_count(
         'got str "yes"',
         "FAILED judge labels: review.jsonl:7: invalid JSON: *",
     ])
-    document = json.loads((sql_project.path / ".ragbench" / "results.json").read_text())
+    document = sql_project.results()
     assert document["judge_calibration"]["sql_ground_truth"]["match"]["n_labeled"] == 6
     assert len(document["judge_labels"]["file"]["errors"]) == 2
 
 
 def test_a_missing_label_file_stops_the_session_before_it_runs(
-        sql_project: pytest.Pytester) -> None:
+        sql_project: RagbenchProject) -> None:
     result = sql_project.runpytest_subprocess("-p", "no:cacheprovider",
                                               "--ragbench-judge-labels=nowhere.jsonl")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -277,13 +274,13 @@ def test_a_missing_label_file_stops_the_session_before_it_runs(
 
 
 def test_the_ini_key_names_a_label_file_beside_the_cases_which_is_not_collected(
-        sql_project: pytest.Pytester) -> None:
+        sql_project: RagbenchProject) -> None:
     (sql_project.path / "review.jsonl").rename(sql_project.path / "test_cases" / "labels.jsonl")
-    sql_project.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n"
-                        "ragbench_judge_labels = test_cases/labels.jsonl\n")
+    sql_project.ini(ragbench_db_url="sqlite:///scores.db",
+                    ragbench_judge_labels="test_cases/labels.jsonl")
     result = sql_project.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=4, failed=2)  # no invalid_case item from the label file
-    document = json.loads((sql_project.path / ".ragbench" / "results.json").read_text())
+    document = sql_project.results()
     assert document["judge_calibration"]["sql_ground_truth"]["match"]["n_labeled"] == 6
     assert document["config"]["judge_labels"] == str(
         (sql_project.path / "test_cases" / "labels.jsonl").resolve())

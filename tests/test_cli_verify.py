@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.helpers import make_scores_db
+from tests.project import RagbenchProject
 
 GOOD = ("- {id: lakers, question: q, expected_sql: \"SELECT points FROM scores WHERE "
         "team = 'Lakers'\", ground_truth_data: {points: 9500}}\n"
@@ -24,36 +24,35 @@ def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    make_scores_db(tmp_path / "scores.db")
-    (tmp_path / "pytest.ini").write_text("[pytest]\nragbench_db_url = sqlite:///scores.db\n")
-    (tmp_path / "test_cases").mkdir()
-    (tmp_path / "test_cases" / "good.yaml").write_text(GOOD)
-    return tmp_path
+def project(pytester: pytest.Pytester) -> RagbenchProject:
+    project = RagbenchProject(pytester).ini(ragbench_db_url="sqlite:///scores.db")
+    project.scores_db()
+    project.cases("good.yaml", GOOD)
+    return project
 
 
-def test_verify_prints_the_seed_summary_and_exits_zero(project: Path) -> None:
-    result = _run(project, "verify", "sql")
+def test_verify_prints_the_seed_summary_and_exits_zero(project: RagbenchProject) -> None:
+    result = _run(project.path, "verify", "sql")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2/2 passed, 100.0% success rate" in result.stdout
     assert "PASS  test_cases/good.yaml::sql_ground_truth[lakers]" in result.stdout
 
 
-def test_verify_exits_non_zero_on_a_failure(project: Path) -> None:
-    (project / "test_cases" / "bad.yaml").write_text(BAD)
-    result = _run(project, "verify", "sql")
+def test_verify_exits_non_zero_on_a_failure(project: RagbenchProject) -> None:
+    project.cases("bad.yaml", BAD)
+    result = _run(project.path, "verify", "sql")
     assert result.returncode == 1
     assert "2/3 passed, 66.7% success rate" in result.stdout
     assert "FAIL  test_cases/bad.yaml::sql_ground_truth[wrong]" in result.stdout
     assert "the result differs from ground_truth_data" in result.stdout
 
 
-def test_verify_takes_paths_and_a_database_url(project: Path, tmp_path: Path) -> None:
+def test_verify_takes_paths_and_a_database_url(project: RagbenchProject, tmp_path: Path) -> None:
     other = tmp_path / "elsewhere"
     other.mkdir()
     (other / "cases.yaml").write_text(BAD)
-    result = _run(project, "verify", "sql", str(other / "cases.yaml"),
-                  "--db-url", f"sqlite:///{project / 'scores.db'}")
+    result = _run(project.path, "verify", "sql", str(other / "cases.yaml"),
+                  "--db-url", f"sqlite:///{project.path / 'scores.db'}")
     assert result.returncode == 1
     assert "0/1 passed, 0.0% success rate" in result.stdout
 
@@ -95,13 +94,13 @@ def test_bundled_cases_have_readable_ids_and_pass_under_k(tmp_path: Path) -> Non
     assert len(passed) >= 30
 
 
-def test_verify_writes_no_report_unless_asked(project: Path) -> None:
+def test_verify_writes_no_report_unless_asked(project: RagbenchProject) -> None:
     """An evaluation run's report is never replaced (or its leaderboard appended)."""
-    report = project / ".ragbench"
+    report = project.path / ".ragbench"
     report.mkdir()
     for name in ("results.json", "report.html", "leaderboard.csv"):
         (report / name).write_text(f"{name} of the evaluation run")
-    result = _run(project, "verify", "sql")
+    result = _run(project.path, "verify", "sql")
     assert result.returncode == 0, result.stdout + result.stderr
     for name in ("results.json", "report.html", "leaderboard.csv"):
         assert (report / name).read_text() == f"{name} of the evaluation run"
@@ -109,10 +108,10 @@ def test_verify_writes_no_report_unless_asked(project: Path) -> None:
                                                         "results.json"]
 
 
-def test_verify_writes_its_report_where_asked(project: Path) -> None:
-    result = _run(project, "verify", "sql", "--report", "verify-report")
+def test_verify_writes_its_report_where_asked(project: RagbenchProject) -> None:
+    result = _run(project.path, "verify", "sql", "--report", "verify-report")
     assert result.returncode == 0, result.stdout + result.stderr
-    folder = project / "verify-report"
+    folder = project.path / "verify-report"
     assert {"results.json", "items.jsonl", "report.html"} <= {p.name for p in folder.iterdir()}
-    assert not (project / ".ragbench").exists()
+    assert not (project.path / ".ragbench").exists()
     assert "2/2 passed, 100.0% success rate" in result.stdout

@@ -1,6 +1,6 @@
 """Interrupted runs, through real signals to a real pytest process, and ``--ragbench-resume``.
 
-A toy project (tests/test_report_support.py) answers through a slow system that writes
+A toy project (tests/toy_project.py) answers through a slow system that writes
 each question it is asked to ``calls.log``, so the run is mid-way when the signal comes.
 The test waits until the run's journal holds some finished records, notes them, sends
 SIGINT or SIGTERM with ``os.kill`` (to pytest, or to its whole process group as a
@@ -28,7 +28,8 @@ import pytest
 from pytest_ragbench.report import files, journal, resume
 from pytest_ragbench.report.interruption import run_status
 from tests.browser import browser, require_chromium
-from tests.test_report_support import items_jsonl, make_toy_project, results
+from tests.project import RagbenchProject
+from tests.toy_project import make_toy_project
 
 CASES = 16
 SLOW_SYSTEM = '''
@@ -61,12 +62,12 @@ MODES = {"plain": (), "n2": ("-n", "2"), "no-xdist": ("-p", "no:xdist")}
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
+def project(pytester: pytest.Pytester) -> RagbenchProject:
     """16 toy cases answered by the slow system."""
     return make_toy_project(pytester, CASES, conftest=SLOW_SYSTEM)
 
 
-def start(project: pytest.Pytester, *args: str) -> subprocess.Popen[str]:
+def start(project: RagbenchProject, *args: str) -> subprocess.Popen[str]:
     """pytest in its own process group (so a signal to the group reaches only it)."""
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "--ragbench", "--ragbench-concurrency=1",
@@ -83,7 +84,7 @@ def journal_records(folder: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-def interrupt(project: pytest.Pytester, process: subprocess.Popen[str], signum: int, *,
+def interrupt(project: RagbenchProject, process: subprocess.Popen[str], signum: int, *,
               after: int = 4, group: bool = False) -> tuple[set[str], str]:
     """Wait for ``after`` finished records, send ``signum``; the records then, and the output."""
     deadline = time.monotonic() + 90
@@ -92,7 +93,7 @@ def interrupt(project: pytest.Pytester, process: subprocess.Popen[str], signum: 
         assert process.poll() is None, process.communicate()[0]
         assert time.monotonic() < deadline, "the run did not get going"
         time.sleep(0.05)
-        finished = journal_records(project.path / ".ragbench")
+        finished = journal_records(project.report_dir())
     if group:
         os.killpg(process.pid, signum)
     else:
@@ -102,30 +103,24 @@ def interrupt(project: pytest.Pytester, process: subprocess.Popen[str], signum: 
     return set(finished), output
 
 
-def calls(project: pytest.Pytester) -> list[str]:
+def calls(project: RagbenchProject) -> list[str]:
     """The case ids whose questions the slow system was asked, in order."""
     path = project.path / "calls.log"
     lines = path.read_text().splitlines() if path.is_file() else []
     return [f"q{line.split()[1]}" for line in lines]  # "question 007 about ..." -> q007
 
 
-def leaderboard(project: pytest.Pytester) -> list[dict[str, str]]:
-    """The rows of leaderboard.csv."""
-    with (project.path / ".ragbench" / "leaderboard.csv").open(newline="") as handle:
-        return list(csv.DictReader(handle))
-
-
-def html_run(project: pytest.Pytester) -> tuple[dict[str, str], str]:
+def html_run(project: RagbenchProject) -> tuple[dict[str, str], str]:
     """report.html's ``ragbench-run-*`` meta tags, and the page."""
-    page = (project.path / ".ragbench" / "report.html").read_text()
+    page = project.html()
     return dict(re.findall(r'<meta name="ragbench-run-(\w+)" content="([^"]*)">', page)), page
 
 
-def assert_partial_everywhere(project: pytest.Pytester, finished: set[str], output: str,
+def assert_partial_everywhere(project: RagbenchProject, finished: set[str], output: str,
                               signal_name: str) -> dict[str, Any]:
     """Every record finished before the signal is kept, and every file says the run is partial."""
-    run = results(project)["run"]
-    items = items_jsonl(project)
+    run = project.results()["run"]
+    items = project.items()
     kept = {item["nodeid"] for item in items}
     assert finished <= kept, "a record finished before the signal is missing"
     assert all(item["status"] == "passed" for item in items), "an interrupted item is no failure"
@@ -133,7 +128,7 @@ def assert_partial_everywhere(project: pytest.Pytester, finished: set[str], outp
     assert run["items_not_run"] == CASES - len(kept) > 0
     assert signal_name in run["interrupted_by"]
     assert {(i["run"]["id"], i["run"]["status"]) for i in items} == {(run["id"], "interrupted")}
-    rows = leaderboard(project)
+    rows = project.leaderboard()
     assert rows and {(r["run_id"], r["status"]) for r in rows} == {(run["id"], "interrupted")}
     meta, page = html_run(project)
     assert meta == {"id": run["id"], "status": "interrupted"}
@@ -143,17 +138,17 @@ def assert_partial_everywhere(project: pytest.Pytester, finished: set[str], outp
     assert f"{run['items_not_run']} items not run): the numbers cover the finished items " \
            "only" in output
     assert "continue it with --ragbench-resume" in output
-    assert results(project)["counts"]["toy"]["all"]["items"] == len(kept)
+    assert project.results()["counts"]["toy"]["all"]["items"] == len(kept)
     return run
 
 
-def assert_resumed_whole_run(project: pytest.Pytester, interrupted: dict[str, Any],
+def assert_resumed_whole_run(project: RagbenchProject, interrupted: dict[str, Any],
                              mode: tuple[str, ...]) -> None:
     """``--ragbench-resume`` asks only the items not kept; the report covers the whole run."""
     # Under xdist, workers may finish items while the report is written: those are in the
     # journal only, and kept as well.
-    kept = journal_records(project.path / ".ragbench")
-    assert {item["nodeid"] for item in items_jsonl(project)} <= set(kept)
+    kept = journal_records(project.report_dir())
+    assert {item["nodeid"] for item in project.items()} <= set(kept)
     before = len(calls(project))
     process = start(project, "--ragbench-resume", *mode)
     output, _ = process.communicate(timeout=120)
@@ -161,17 +156,17 @@ def assert_resumed_whole_run(project: pytest.Pytester, interrupted: dict[str, An
     asked = calls(project)[before:]
     assert not set(asked) & {item["case_id"] for item in kept.values()}, "a kept item ran again"
     assert len(asked) == len(set(asked)) == CASES - len(kept)
-    run = results(project)["run"]
+    run = project.results()["run"]
     assert (run["id"], run["status"], run["items_not_run"]) == (interrupted["id"], "complete", 0)
     assert run["resumed"] == {"sessions": 2, "kept_items": len(kept),
                               "run_now": CASES - len(kept)}
-    items = items_jsonl(project)
+    items = project.items()
     assert len(items) == CASES and {i["run"]["id"] for i in items} == {run["id"]}
     for item in items:  # the kept records are the interrupted session's own
         if item["nodeid"] in kept:
             assert item["duration"] == kept[item["nodeid"]]["duration"]
-    assert results(project)["metrics"]["toy"]["token_f1"]["n"] == CASES
-    rows = leaderboard(project)  # appended: the partial rows, then the whole run's
+    assert project.results()["metrics"]["toy"]["token_f1"]["n"] == CASES
+    rows = project.leaderboard()  # appended: the partial rows, then the whole run's
     assert {r["run_id"] for r in rows} == {run["id"]}
     assert {(r["status"], r["n"]) for r in rows[-2:]} == {("complete", str(CASES))}
     assert {r["status"] for r in rows[:-2]} == {"interrupted"}
@@ -181,27 +176,27 @@ def assert_resumed_whole_run(project: pytest.Pytester, interrupted: dict[str, An
     assert f'<div class="banner resumed">Resumed run {run["id"]} (session 2): ' \
            f"{len(kept)} items kept" in page
     assert f"resumed run {run['id']} (session 2): {len(kept)} items kept" in output
-    assert not (project.path / ".ragbench" / "journal").exists()  # the run is finished
+    assert not (project.report_dir() / "journal").exists()  # the run is finished
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("mode", ["plain", "n2"])
 def test_a_signal_keeps_every_finished_record_and_resume_finishes_the_run(
-        project: pytest.Pytester, signum: signal.Signals, mode: str) -> None:
+        project: RagbenchProject, signum: signal.Signals, mode: str) -> None:
     finished, output = interrupt(project, start(project, *MODES[mode]), signum)
     run = assert_partial_everywhere(project, finished, output, signum.name)
     assert_resumed_whole_run(project, run, MODES[mode])
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_signal_without_the_xdist_plugin(project: pytest.Pytester,
+def test_a_signal_without_the_xdist_plugin(project: RagbenchProject,
                                            signum: signal.Signals) -> None:
     finished, output = interrupt(project, start(project, "-p", "no:xdist"), signum)
     assert_partial_everywhere(project, finished, output, signum.name)
     # In a real browser the banner is seen first, above the verdict, and stands out.
     chromium = require_chromium()
     with browser(chromium) as page:
-        page.open((project.path / ".ragbench" / "report.html").as_uri())
+        page.open((project.report_dir() / "report.html").as_uri())
         shown = page.evaluate(
             "(() => { const b = document.querySelector('.banner.partial');"
             " const v = document.getElementById('verdict');"
@@ -217,12 +212,12 @@ def test_a_signal_without_the_xdist_plugin(project: pytest.Pytester,
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_to_the_whole_process_group_under_xdist(
-        project: pytest.Pytester, signum: signal.Signals) -> None:
+        project: RagbenchProject, signum: signal.Signals) -> None:
     """Ctrl-C in a terminal, or a CI runner stopping the job: the workers get it too."""
     process = start(project, "-n", "2")
     finished, output = interrupt(project, process, signum, group=True)
     run = assert_partial_everywhere(project, finished, output, signum.name)
-    assert "lost" not in {i["status"] for i in items_jsonl(project)}
+    assert "lost" not in {i["status"] for i in project.items()}
     assert_resumed_whole_run(project, run, ("-n", "2"))
 
 
@@ -237,36 +232,36 @@ def children(pid: int) -> list[int]:
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
 def test_sigterm_to_one_xdist_worker_stops_the_run_and_keeps_every_record(
-        project: pytest.Pytester) -> None:
+        project: RagbenchProject) -> None:
     """A worker told to stop (SIGTERM) ends the whole run, marked partial; nothing is lost."""
     process = start(project, "-n", "2")
     deadline = time.monotonic() + 90
-    while len(journal_records(project.path / ".ragbench")) < 4:
+    while len(journal_records(project.report_dir())) < 4:
         assert process.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
     (worker, *_) = children(process.pid)
     os.kill(worker, signal.SIGTERM)
     output, _ = process.communicate(timeout=90)
     assert process.returncode == pytest.ExitCode.INTERRUPTED, output
-    finished = set(journal_records(project.path / ".ragbench"))
+    finished = set(journal_records(project.report_dir()))
     run = assert_partial_everywhere(project, finished, output, "SIGTERM")
     assert re.fullmatch(r"SIGTERM to xdist worker gw[01]", run["interrupted_by"])
-    assert "lost" not in {i["status"] for i in items_jsonl(project)}  # stopped, not crashed
+    assert "lost" not in {i["status"] for i in project.items()}  # stopped, not crashed
     assert_resumed_whole_run(project, run, ("-n", "2"))
 
 
 @pytest.mark.parametrize("mode", ["plain", "n2"])
-def test_sigkill_keeps_the_journal_and_resume_finishes_the_run(project: pytest.Pytester,
+def test_sigkill_keeps_the_journal_and_resume_finishes_the_run(project: RagbenchProject,
                                                               mode: str) -> None:
     """Nothing runs at a SIGKILL: the journal written as items finished is what is left."""
     process = start(project, *MODES[mode])
     deadline = time.monotonic() + 90
-    while len(journal_records(project.path / ".ragbench")) < 4:
+    while len(journal_records(project.report_dir())) < 4:
         assert process.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
     os.killpg(process.pid, signal.SIGKILL)
     process.communicate(timeout=30)
-    folder = project.path / ".ragbench"
+    folder = project.report_dir()
     assert not (folder / "results.json").exists()
     finished = journal_records(folder)
     assert len(finished) >= 4 and {r["status"] for r in finished.values()} == {"passed"}
@@ -278,10 +273,10 @@ def test_sigkill_keeps_the_journal_and_resume_finishes_the_run(project: pytest.P
     asked = calls(project)[before:]
     assert not set(asked) & {r["case_id"] for r in finished.values()}
     assert len(asked) == CASES - len(finished)
-    run = results(project)["run"]
+    run = project.results()["run"]
     assert (run["id"], run["status"]) == (path.stem, "complete")
-    assert {i["nodeid"] for i in items_jsonl(project)} >= set(finished)
-    assert len(items_jsonl(project)) == CASES
+    assert {i["nodeid"] for i in project.items()} >= set(finished)
+    assert len(project.items()) == CASES
 
 
 # -- without signals: the parts on their own --------------------------------------------------
@@ -299,83 +294,83 @@ if os.environ.get("KILL_IN_HTML"):
         os.kill(os.getpid(), signal.SIGKILL)
     _files.write_report_html = _killed
 '''
-    make_toy_project(pytester, 6, conftest=kill_in_html)
-    first = pytester.runpytest_subprocess("--ragbench")
+    project = make_toy_project(pytester, 6, conftest=kill_in_html)
+    first = project.runpytest_subprocess("--ragbench")
     assert first.ret == pytest.ExitCode.OK
-    folder = pytester.path / ".ragbench"
-    old_id = results(pytester)["run"]["id"]
+    folder = project.report_dir()
+    old_id = project.results()["run"]["id"]
     assert (folder / "report.html").is_file()
     process = subprocess.run([sys.executable, "-m", "pytest", "--ragbench", "-p",
-                              "no:cacheprovider"], cwd=pytester.path, capture_output=True,
+                              "no:cacheprovider"], cwd=project.path, capture_output=True,
                              text=True, env={**os.environ, "KILL_IN_HTML": "1"}, check=False)
     assert process.returncode == -signal.SIGKILL
-    new_id = results(pytester)["run"]["id"]
+    new_id = project.results()["run"]["id"]
     assert new_id != old_id
     assert not (folder / "report.html").exists()  # the old one is gone, the new one never came
-    assert {i["run"]["id"] for i in items_jsonl(pytester)} == {new_id}
+    assert {i["run"]["id"] for i in project.items()} == {new_id}
     assert (folder / "journal" / f"{new_id}.jsonl").is_file()  # the run did not finish
 
 
 def test_compare_against_a_partial_run_warns(pytester: pytest.Pytester) -> None:
     stop = {"id": "zz_stop", "kind": "toy", "question": "INTERRUPT here", "ground_truth": "x y"}
-    make_toy_project(pytester, 6, extra_cases=[stop])
-    partial = pytester.runpytest("--ragbench", "--ragbench-save", "part", no_reraise_ctrlc=True)
+    project = make_toy_project(pytester, 6, extra_cases=[stop])
+    partial = project.runpytest("--ragbench", "--ragbench-save", "part", no_reraise_ctrlc=True)
     assert partial.ret == pytest.ExitCode.INTERRUPTED
-    saved = json.loads(next((pytester.path / ".ragbench" / "runs").glob("*_part.json"))
+    saved = json.loads(next((project.report_dir() / "runs").glob("*_part.json"))
                        .read_text())
     assert saved["run"]["status"] == "interrupted" and saved["run"]["items_not_run"] == 1
-    (pytester.path / "test_cases" / "toy.jsonl").write_text(
-        "".join(line + "\n" for line in (pytester.path / "test_cases" / "toy.jsonl")
-                .read_text().splitlines() if "INTERRUPT" not in line))
-    result = pytester.runpytest("--ragbench", "--ragbench-compare", "part")
+    project.cases("toy.jsonl", (
+        "".join(line + "\n" for line in (project.path / "test_cases" / "toy.jsonl")
+                .read_text().splitlines() if "INTERRUPT" not in line)))
+    result = project.runpytest("--ragbench", "--ragbench-compare", "part")
     assert result.ret == pytest.ExitCode.OK
     text = "the baseline 0001_part is a partial run (interrupted, 1 item not run): " \
            "comparisons cover only the items it finished"
     result.stdout.fnmatch_lines([f"*RagbenchReportWarning: ragbench: {text}"])  # warnings summary
     result.stdout.fnmatch_lines([f"  note: {text}"])  # the verdict's note
-    assert results(pytester)["baseline"]["status"] == "interrupted"
+    assert project.results()["baseline"]["status"] == "interrupted"
 
 
 def test_exitfirst_makes_a_partial_run_that_resume_finishes(pytester: pytest.Pytester) -> None:
-    make_toy_project(pytester, 6)
-    answers = json.loads((pytester.path / "answers.data").read_text())
+    project = make_toy_project(pytester, 6)
+    answers = json.loads((project.path / "answers.data").read_text())
     first_question = next(q for q in answers if q.startswith("question 000 "))
     answers[first_question] = "nothing alike"  # q000, the first item, fails
-    (pytester.path / "answers.data").write_text(json.dumps(answers))
-    (pytester.path / "pyproject.toml").write_text('[tool.ragbench.thresholds]\n'
-                                                  '"toy.token_f1" = 0.5\n')
-    first = pytester.runpytest("--ragbench", "-x", "-p", "no:xdist")
+    (project.path / "answers.data").write_text(json.dumps(answers))
+    (project.path / "pyproject.toml").write_text('[tool.ragbench.thresholds]\n'
+                                                 '"toy.token_f1" = 0.5\n')
+    first = project.runpytest("--ragbench", "-x", "-p", "no:xdist")
     first.assert_outcomes(failed=1)
-    run = results(pytester)["run"]
+    run = project.results()["run"]
     assert (run["status"], run["items_not_run"]) == ("interrupted", 5)
     assert run["interrupted_by"] == "stopping after 1 failures"
-    again = pytester.runpytest("--ragbench", "--ragbench-resume", "-p", "no:xdist")
+    again = project.runpytest("--ragbench", "--ragbench-resume", "-p", "no:xdist")
     again.assert_outcomes(passed=5, deselected=1)
     assert again.ret == pytest.ExitCode.TESTS_FAILED  # the kept failure still fails the run
-    run = results(pytester)["run"]
+    run = project.results()["run"]
     assert (run["status"], run["items_not_run"]) == ("complete", 0)
-    assert {i["status"] for i in items_jsonl(pytester)} == {"passed", "failed"}
-    assert len(items_jsonl(pytester)) == 6
+    assert {i["status"] for i in project.items()} == {"passed", "failed"}
+    assert len(project.items()) == 6
 
 
 def test_resume_refuses_a_run_with_other_settings(pytester: pytest.Pytester) -> None:
     stop = {"id": "zz_stop", "kind": "toy", "question": "INTERRUPT here", "ground_truth": "x y"}
-    make_toy_project(pytester, 3, extra_cases=[stop])
-    pytester.runpytest("--ragbench", no_reraise_ctrlc=True)
-    result = pytester.runpytest("--ragbench", "--ragbench-resume", "--ragbench-max-tokens=7")
+    project = make_toy_project(pytester, 3, extra_cases=[stop])
+    project.runpytest("--ragbench", no_reraise_ctrlc=True)
+    result = project.runpytest("--ragbench", "--ragbench-resume", "--ragbench-max-tokens=7")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--ragbench-resume: the interrupted run * was started with "
                                  "other settings (max_tokens: None -> 7)*"])
 
 
-def test_resume_with_nothing_to_resume_starts_a_new_run(project: pytest.Pytester) -> None:
+def test_resume_with_nothing_to_resume_starts_a_new_run(project: RagbenchProject) -> None:
     first = project.runpytest("--ragbench", "--ragbench-concurrency=8")
     assert first.ret == pytest.ExitCode.OK
-    assert not (project.path / ".ragbench" / "journal").exists()
+    assert not (project.report_dir() / "journal").exists()
     again = project.runpytest("--ragbench", "--ragbench-resume", "--ragbench-concurrency=8")
     again.assert_outcomes(passed=CASES)
-    assert results(project)["run"]["status"] == "complete"
-    assert "resumed" not in results(project)["run"]
+    assert project.results()["run"]["status"] == "complete"
+    assert "resumed" not in project.results()["run"]
 
 
 def test_journal_reading_skips_a_line_cut_short(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ is embedded once for the module. Collection-only runs stay in process.
 
 from __future__ import annotations
 
-import csv
 import json
 import shutil
 import textwrap
@@ -19,6 +18,7 @@ from pytest_ragbench.errors import CaseError
 from pytest_ragbench.formats.beir import QrelsLines, read_qrels, read_queries
 from tests.conftest import REPO_ROOT, oracle_file
 from tests.helpers import XDIST_MODES, failure_section
+from tests.project import RagbenchProject
 
 BUNDLED = REPO_ROOT / "test_cases" / "beir" / "nba_mini"
 
@@ -28,17 +28,12 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("ragbench-cache")
 
 
-def _items(folder: Path) -> list[dict]:
-    lines = (folder / ".ragbench" / "items.jsonl").read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines]
-
-
-def _bundled_project(pytester: pytest.Pytester) -> Path:
+def _bundled_project(pytester: pytest.Pytester) -> RagbenchProject:
     """A project holding a copy of the bundled dataset and the bundled ragbench.toml."""
-    cases = pytester.mkdir("test_cases")
-    shutil.copytree(BUNDLED, cases / "beir" / "nba_mini")
-    shutil.copy(REPO_ROOT / "test_cases" / "ragbench.toml", cases / "ragbench.toml")
-    return cases
+    project = RagbenchProject(pytester)
+    shutil.copytree(BUNDLED, project.cases_dir() / "beir" / "nba_mini")
+    project.gates((REPO_ROOT / "test_cases" / "ragbench.toml").read_text(encoding="utf-8"))
+    return project
 
 
 # -- the bundled dataset on the embedded default, checked against beir's own evaluation ------
@@ -50,12 +45,12 @@ def test_dataset_metrics_equal_beir_evaluate_retrieval(pytester: pytest.Pytester
     loader = pytest.importorskip("beir.datasets.data_loader")
     from beir.retrieval import custom_metrics
 
-    _bundled_project(pytester)
-    result = pytester.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider",
-                                           f"--ragbench-cache={shared_cache}")
+    project = _bundled_project(pytester)
+    result = project.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider",
+                                          f"--ragbench-cache={shared_cache}")
     result.assert_outcomes(passed=34)
     assert result.ret == pytest.ExitCode.OK  # the bundled gates hold on the default
-    report = pytester.path / ".ragbench"
+    report = project.report_dir()
 
     # The run as written, read back in file order (trec_eval order: score desc, id desc).
     run: dict[str, dict[str, float]] = {}
@@ -83,15 +78,14 @@ def test_dataset_metrics_equal_beir_evaluate_retrieval(pytester: pytest.Pytester
         assert round(metrics[name], 5) == pytest.approx(theirs, abs=1e-9), name
 
     # Per-item scores average to the same dataset numbers (every judged query is an item).
-    items = [i for i in _items(pytester.path) if i["kind"] == "beir"]
+    items = [i for i in project.items() if i["kind"] == "beir"]
     assert len(items) == 34 and {i["fields"]["dataset"] for i in items} == {"nba_mini"}
     for name, dataset_name in (("nDCG@10", "nDCG@10"), ("R@100", "R@100"), ("MRR", "RR")):
         mean = sum(i["metrics"][name] for i in items) / len(items)
         assert mean == pytest.approx(metrics[dataset_name], abs=1e-12), name
-    results = json.loads((report / "results.json").read_text())
+    results = project.results()
     assert results["beir"]["nba_mini"][""]["metrics"] == metrics
-    with (report / "leaderboard.csv").open(newline="") as handle:
-        board = [row for row in csv.DictReader(handle) if row["kind"] == "beir"]
+    board = [row for row in project.leaderboard() if row["kind"] == "beir"]
     assert {(row["dataset"], row["metric"]) for row in board} >= {("nba_mini", "nDCG@10"),
                                                                    ("nba_mini", "R@100")}
     assert all(row["time"] for row in board)
@@ -102,8 +96,8 @@ def test_dataset_metrics_equal_beir_evaluate_retrieval(pytester: pytest.Pytester
 def test_a_worse_retriever_turns_the_bundled_gates_red(pytester: pytest.Pytester,
                                                        shared_cache: Path) -> None:
     """Dense retrieval alone (the hybrid without its BM25 half) misses the bundled gates."""
-    _bundled_project(pytester)
-    pytester.makeconftest("""
+    project = _bundled_project(pytester)
+    project.makeconftest("""
         import pytest
         from pytest_ragbench.system.retrievers import DenseRetriever
 
@@ -115,8 +109,8 @@ def test_a_worse_retriever_turns_the_bundled_gates_red(pytester: pytest.Pytester
                 return retriever
             return build
     """)
-    result = pytester.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider",
-                                           f"--ragbench-cache={shared_cache}")
+    result = project.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider",
+                                          f"--ragbench-cache={shared_cache}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     output = result.stdout.str()
     assert "FAILED gate beir.nDCG@10 >= 0.6: MISSED" in output
@@ -160,25 +154,26 @@ def _tiny_dataset(root: Path, qrels: str, name: str = "capitals") -> Path:
 
 def test_a_qrels_line_with_a_missing_column_fails_alone(pytester: pytest.Pytester) -> None:
     """Your own retriever through the factory fixture (BM25 here); q2's bad line fails q2 only."""
-    _tiny_dataset(pytester.mkdir("test_cases"), """
+    project = RagbenchProject(pytester)
+    _tiny_dataset(project.cases_dir(), """
         q1\td1\t2
         q1\td4\t0
         q2\td2
         q3\td3\t1
     """)
-    pytester.makeconftest(BM25_FACTORY)
-    result = pytester.runpytest_subprocess("--ragbench", "-q", "-rN", "-p", "no:cacheprovider")
+    project.makeconftest(BM25_FACTORY)
+    result = project.runpytest_subprocess("--ragbench", "-q", "-rN", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=1)
     output = result.stdout.str()
     assert ("invalid case: test_cases/capitals/qrels/test.tsv:3: field 'score': missing "
             "column: expected 3 columns (query-id, corpus-id, score), got 2") in output
-    items = {i["case_id"]: i for i in _items(pytester.path)}
+    items = project.items_by_case()
     assert items["capitals/q1"]["metrics"]["MRR"] == 1.0  # BM25 puts Paris first
     assert items["capitals/q1"]["evidence"]["ranking"][0][0] == "d1"
     assert "BM25Retriever" in items["capitals/q1"]["evidence"]["retriever"]
     assert items["beir[capitals/q2]"]["status"] == "error"  # the node name of the bad query
     # The dataset-level metrics leave the broken query out.
-    metrics = json.loads((pytester.path / ".ragbench" / "capitals.metrics.json").read_text())
+    metrics = json.loads((project.report_dir() / "capitals.metrics.json").read_text())
     assert metrics["judged_queries"] == 2 and metrics["metrics"]["RR"] == 1.0
 
 
@@ -186,15 +181,16 @@ def test_a_qrels_line_with_a_missing_column_fails_alone(pytester: pytest.Pyteste
 def test_the_same_records_with_and_without_xdist(pytester: pytest.Pytester,
                                                  mode: tuple[str, ...]) -> None:
     """Each worker indexes and batches the dataset itself; the numbers do not change."""
-    _tiny_dataset(pytester.mkdir("test_cases"), "q1\td1\t2\nq1\td4\t0\nq3\td3\t1\nq3\td1\t1\n")
-    pytester.makeconftest(BM25_FACTORY)
+    project = RagbenchProject(pytester)
+    _tiny_dataset(project.cases_dir(), "q1\td1\t2\nq1\td4\t0\nq3\td3\t1\nq3\td1\t1\n")
+    project.makeconftest(BM25_FACTORY)
     runs = []
     for flags in ((), mode):
-        result = pytester.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider",
-                                               *flags)
+        result = project.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider",
+                                              *flags)
         result.assert_outcomes(passed=2)
-        items = _items(pytester.path)
-        metrics = (pytester.path / ".ragbench" / "capitals.metrics.json").read_text()
+        items = project.items()
+        metrics = (project.report_dir() / "capitals.metrics.json").read_text()
         runs.append(({i["case_id"]: (i["metrics"], i["evidence"]["ranking"]) for i in items},
                      json.loads(metrics)["metrics"]))
     assert runs[0] == runs[1]
@@ -202,15 +198,15 @@ def test_the_same_records_with_and_without_xdist(pytester: pytest.Pytester,
 
 def test_a_query_that_misses_its_threshold_fails_with_the_evidence(
         pytester: pytest.Pytester) -> None:
-    _tiny_dataset(pytester.mkdir("test_cases"), """
+    project = RagbenchProject(pytester)
+    _tiny_dataset(project.cases_dir(), """
         query-id\tcorpus-id\tscore
         q1\td5\t1
         q3\td3\t2
     """)
-    pytester.makeconftest(BM25_FACTORY)
-    (pytester.path / "test_cases" / "ragbench.toml").write_text(
-        '[thresholds]\n"beir.nDCG@10" = 0.5\n')
-    result = pytester.runpytest_subprocess("--ragbench", "-q", "-rN", "-p", "no:cacheprovider")
+    project.makeconftest(BM25_FACTORY)
+    project.gates('[thresholds]\n"beir.nDCG@10" = 0.5\n')
+    result = project.runpytest_subprocess("--ragbench", "-q", "-rN", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)  # the header line is not a judgment
     section = failure_section(result.stdout.str(), "beir: capitals/q1")
     assert "no relevant document in the top 100" in section
@@ -222,17 +218,18 @@ def test_a_query_that_misses_its_threshold_fails_with_the_evidence(
 
 
 def test_unjudged_queries_and_other_files_are_not_items(pytester: pytest.Pytester) -> None:
-    folder = _tiny_dataset(pytester.mkdir("test_cases"), "q1\td1\t1\nq9\td2\t1\n")
+    project = RagbenchProject(pytester)
+    folder = _tiny_dataset(project.cases_dir(), "q1\td1\t1\nq9\td2\t1\n")
     (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "France"}\nnot json\n')
-    result = pytester.runpytest("--ragbench", "--collect-only", "-q", "-p", "no:cacheprovider")
+    result = project.runpytest("--ragbench", "--collect-only", "-q", "-p", "no:cacheprovider")
     output = result.stdout.str()
     assert "test_cases/capitals/qrels/test.tsv::beir[capitals/q1]" in output
     assert "beir[capitals/q9]" in output  # judged, but has no text: a failing item
     assert "beir[capitals/queries.jsonl:2]" in output  # the broken line
     assert "beir[capitals/q2]" not in output and "q3" not in output  # not judged
     assert "corpus.jsonl" not in output
-    result = pytester.runpytest("--ragbench", "-q", "-p", "no:cacheprovider",
-                                "-k", "q9 or queries")
+    result = project.runpytest("--ragbench", "-q", "-p", "no:cacheprovider",
+                               "-k", "q9 or queries")
     result.assert_outcomes(failed=2)
     output = result.stdout.str()
     assert ("test_cases/capitals/qrels/test.tsv:2: field 'query-id': query 'q9' is judged "
@@ -241,18 +238,20 @@ def test_unjudged_queries_and_other_files_are_not_items(pytester: pytest.Pyteste
 
 
 def test_beir_folders_are_evaluation_items_only(pytester: pytest.Pytester) -> None:
-    _tiny_dataset(pytester.mkdir("test_cases"), "q1\td1\t1\n")
-    result = pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")
+    project = RagbenchProject(pytester)
+    _tiny_dataset(project.cases_dir(), "q1\td1\t1\n")
+    result = project.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
 def test_a_folder_without_a_test_split_must_name_one(pytester: pytest.Pytester) -> None:
-    folder = _tiny_dataset(pytester.mkdir("test_cases"), "q1\td1\t1\n")
+    project = RagbenchProject(pytester)
+    folder = _tiny_dataset(project.cases_dir(), "q1\td1\t1\n")
     (folder / "qrels" / "test.tsv").rename(folder / "qrels" / "dev.tsv")
-    result = pytester.runpytest("--ragbench", "--collect-only", "-q", "-p", "no:cacheprovider")
+    result = project.runpytest("--ragbench", "--collect-only", "-q", "-p", "no:cacheprovider")
     assert "test_cases/capitals/qrels/dev.tsv::beir[capitals/q1]" in result.stdout.str()
     (folder / "qrels" / "train.tsv").write_text("q2\td2\t1\n")
-    result = pytester.runpytest("--ragbench", "-q", "-p", "no:cacheprovider")
+    result = project.runpytest("--ragbench", "-q", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     assert ("cannot choose a qrels split: no test.tsv, found dev.tsv, train.tsv"
             in result.stdout.str())
@@ -291,8 +290,9 @@ def test_every_qrels_line_of_the_oracle_subsets_is_kept(
     assert all(q in read_queries(folder / "queries.jsonl", errors) for q in qrels)
 
     # Collected through a symlink in the case folder: one item per judged query.
-    (pytester.mkdir("test_cases") / name).symlink_to(folder, target_is_directory=True)
-    result = pytester.runpytest("--ragbench", "--collect-only", "-q", "-p", "no:cacheprovider")
+    project = RagbenchProject(pytester)
+    (project.cases_dir() / name).symlink_to(folder, target_is_directory=True)
+    result = project.runpytest("--ragbench", "--collect-only", "-q", "-p", "no:cacheprovider")
     collected = [line for line in result.stdout.lines if f"::beir[{name}/" in line]
     assert len(collected) == queries
     assert {line.split("[", 1)[1].split("/", 1)[1].rstrip("]") for line in collected} == set(qrels)

@@ -8,14 +8,13 @@ which is run read-only on the case's database.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from pytest_ragbench.system.loopback import LoopbackServer
-from tests.helpers import failure_section, make_scores_db
+from tests.helpers import failure_section
+from tests.project import RagbenchProject
 
 CORPUS = {
     "lakers.md": ("# Los Angeles Lakers\n\nThe Lakers, from Los Angeles, won the first "
@@ -75,29 +74,21 @@ def server() -> Iterator[LoopbackServer]:
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    folder = pytester.path / "test_cases"
-    (folder / "corpus").mkdir(parents=True)
-    for name, text in CORPUS.items():
-        (folder / "corpus" / name).write_text(text, encoding="utf-8")
-    (folder / "hybrid.yaml").write_text(CASES, encoding="utf-8")
-    make_scores_db(pytester.path / "scores.db")
-    pytester.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n")
-    return pytester
+def project(pytester: pytest.Pytester) -> RagbenchProject:
+    project = RagbenchProject(pytester).ini(ragbench_db_url="sqlite:///scores.db")
+    project.corpus(CORPUS)
+    project.cases("hybrid.yaml", CASES)
+    project.scores_db()
+    return project
 
 
-def records(pytester: pytest.Pytester) -> dict[str, dict[str, Any]]:
-    lines = (pytester.path / ".ragbench" / "items.jsonl").read_text().splitlines()
-    return {r["case_id"]: r for r in map(json.loads, lines) if r["kind"] == "hybrid"}
-
-
-def test_values_with_number_tolerance_and_similarity(project: pytest.Pytester,
+def test_values_with_number_tolerance_and_similarity(project: RagbenchProject,
                                                      server: LoopbackServer) -> None:
     result = project.runpytest_subprocess(
         "--ragbench", "-q", "-rN", "-p", "no:cacheprovider", "-k", "hybrid and not ground_truth",
         "--ragbench-llm-url", server.url)
     result.assert_outcomes(passed=3, failed=1)
-    items = records(project)
+    items = project.items_by_case(kind="hybrid")
 
     lakers = items["lakers_points"]
     assert lakers["metrics"]["value_recall"] == 1.0  # "9,500" is 9500, "Los Angeles" a name
@@ -152,12 +143,12 @@ def ragbench_system():
 """
 
 
-def test_the_systems_sql_is_run_read_only_and_compared(project: pytest.Pytester) -> None:
+def test_the_systems_sql_is_run_read_only_and_compared(project: RagbenchProject) -> None:
     project.makeconftest(SQL_SYSTEM)
     result = project.runpytest_subprocess(
         "--ragbench", "-q", "-rN", "-p", "no:cacheprovider", "-k", "hybrid and not ground_truth")
     result.assert_outcomes(passed=2, failed=2)
-    items = records(project)
+    items = project.items_by_case(kind="hybrid")
     assert items["lakers_points"]["metrics"]["execution_match"] == 1.0
     assert items["lakers_points"]["status"] == "passed"
     assert "execution_match" not in items["rebuild_analysis"]["metrics"]  # asked no SQL

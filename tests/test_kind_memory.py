@@ -8,11 +8,10 @@ again in the same process crashes.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.helpers import failure_section
+from tests.project import RagbenchProject
 
 SCENARIOS = """
 kind: memory
@@ -46,30 +45,28 @@ cases:
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "memory.yaml").write_text(SCENARIOS)
-    return pytester
+def project(pytester: pytest.Pytester) -> RagbenchProject:
+    project = RagbenchProject(pytester)
+    project.cases("memory.yaml", SCENARIOS)
+    return project
 
 
-def test_scenarios_pass_on_the_embedded_memory_store(project: pytest.Pytester) -> None:
+def test_scenarios_pass_on_the_embedded_memory_store(project: RagbenchProject) -> None:
     result = project.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
-    items = [json.loads(line) for line in
-             (project.path / ".ragbench" / "items.jsonl").read_text().splitlines()]
-    metrics = {item["case_id"]: item["metrics"] for item in items}
+    metrics = {case: item["metrics"] for case, item in project.items_by_case().items()}
     assert metrics["economics"]["precision"] == 1.0  # both economics turns, nothing else
     assert metrics["only_the_opponent"]["recall"] == 1.0
     assert metrics["only_the_opponent"]["precision"] == 1.0  # the filter keeps the proponent out
     assert 0.0 < metrics["economics"]["relevance_score"] <= 1.0
 
 
-def test_memory_items_are_evaluation_items_only(project: pytest.Pytester) -> None:
+def test_memory_items_are_evaluation_items_only(project: RagbenchProject) -> None:
     result = project.runpytest_subprocess("-q", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
-def test_a_store_that_forgets_fails_with_the_evidence(project: pytest.Pytester) -> None:
+def test_a_store_that_forgets_fails_with_the_evidence(project: RagbenchProject) -> None:
     """A deliberately worse memory store (keeps only the first memory) fails on recall."""
     project.makeconftest("""
         import pytest
@@ -92,9 +89,9 @@ def test_a_store_that_forgets_fails_with_the_evidence(project: pytest.Pytester) 
     assert "expected:" in section and "got:" in section
 
 
-def test_a_negative_scenario_fails_when_memories_come_back(project: pytest.Pytester) -> None:
+def test_a_negative_scenario_fails_when_memories_come_back(project: RagbenchProject) -> None:
     text = SCENARIOS.replace("min_score: 0.5", "min_score: -1.0")
-    (project.path / "test_cases" / "memory.yaml").write_text(text)
+    project.cases("memory.yaml", text)
     result = project.runpytest_subprocess("--ragbench", "-q", "-rN", "-k", "nothing_relevant",
                                "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
@@ -102,9 +99,9 @@ def test_a_negative_scenario_fails_when_memories_come_back(project: pytest.Pytes
     assert "a negative scenario: expected no memory at or above min_score -1, got 2" in section
 
 
-def test_an_out_of_range_index_is_one_clear_error(project: pytest.Pytester) -> None:
+def test_an_out_of_range_index_is_one_clear_error(project: RagbenchProject) -> None:
     text = SCENARIOS.replace("expected: [1, 2]\n    top_k: 2", "expected: [1, 7]\n    top_k: 2")
-    (project.path / "test_cases" / "memory.yaml").write_text(text)
+    project.cases("memory.yaml", text)
     result = project.runpytest_subprocess("--ragbench", "-q", "-rN", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=1)
     output = result.stdout.str()
@@ -112,7 +109,7 @@ def test_an_out_of_range_index_is_one_clear_error(project: pytest.Pytester) -> N
     assert "INTERNALERROR" not in output
 
 
-def test_the_judge_rates_each_retrieved_memory(project: pytest.Pytester) -> None:
+def test_the_judge_rates_each_retrieved_memory(project: RagbenchProject) -> None:
     """LLM-as-judge relevance: 0-10 per retrieved memory, reported /10."""
     from pytest_ragbench.system.loopback import LoopbackServer
     from tests.scripted_judge import ScriptedJudge
@@ -127,8 +124,7 @@ def test_the_judge_rates_each_retrieved_memory(project: pytest.Pytester) -> None
                                               "--ragbench-judge-url", judge.url)
     result.assert_outcomes(passed=3)
     assert result.ret == pytest.ExitCode.OK
-    items = {item["case_id"]: item for item in map(
-        json.loads, (project.path / ".ragbench" / "items.jsonl").read_text().splitlines())}
+    items = project.items_by_case()
     assert items["economics"]["metrics"]["judge_relevance"] == pytest.approx(0.9)
     assert items["economics"]["evidence"]["judge relevance"] == "[1] 9 /10\n[2] 9 /10"
     assert items["only_the_opponent"]["metrics"]["judge_relevance"] == pytest.approx(0.9)
@@ -140,16 +136,16 @@ def test_the_judge_rates_each_retrieved_memory(project: pytest.Pytester) -> None
                if r.get("response_format", {}).get("type") == "json_object"]
     assert len(prompts) == 4  # two memories for each of two scenarios
     assert all("Is this memory relevant to answering the query?" in p for p in prompts)
-    results = json.loads((project.path / ".ragbench" / "results.json").read_text())
+    results = project.results()
     entry = results["judge"]["metrics"]["memory"]["judge_relevance"]
     assert (entry["n_items"], entry["n_scored"], entry["n_unscored"]) == (2, 2, 0)
     assert results["usage"]["judge"]["calls"] == 4
 
 
-def test_without_a_judge_judge_relevance_is_unscored(project: pytest.Pytester) -> None:
+def test_without_a_judge_judge_relevance_is_unscored(project: RagbenchProject) -> None:
     result = project.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider",
                                           "-k", "economics")
     result.assert_outcomes(passed=1)
-    item = json.loads((project.path / ".ragbench" / "items.jsonl").read_text())
+    (item,) = project.items()
     assert item["unscored"]["judge_relevance"] == "no judge configured"
     assert item["judge"] == {}

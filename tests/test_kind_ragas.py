@@ -22,6 +22,7 @@ import pytest
 from pytest_ragbench.system.loopback import LoopbackServer
 from tests.conftest import REPO_ROOT
 from tests.helpers import failure_section
+from tests.project import RagbenchProject
 from tests.scripted_judge import ScriptedJudge
 
 GIVEN = {"id": "given", "kind": "ragas", "question": "Where is the Louvre?",
@@ -86,21 +87,15 @@ def ragbench_system():
 
 
 def _project(pytester: pytest.Pytester, samples: list[dict[str, Any]] | None = None,
-             answer: str | None = None) -> pytest.Pytester:
-    pytester.mkdir("test_cases")
+             answer: str | None = None) -> RagbenchProject:
+    project = RagbenchProject(pytester).conftest(CONFTEST.format(answer=answer))
+    project.cases_dir()
     if samples is not None:
-        (pytester.path / "test_cases" / "samples.jsonl").write_text(
-            "".join(json.dumps(s) + "\n" for s in samples))
-    pytester.makeconftest(CONFTEST.format(answer=answer))
-    return pytester
+        project.cases("samples.jsonl", samples)
+    return project
 
 
-def _items(project: pytest.Pytester) -> dict[str, dict[str, Any]]:
-    lines = (project.path / ".ragbench" / "items.jsonl").read_text().splitlines()
-    return {item["case_id"]: item for item in map(json.loads, lines)}
-
-
-def _calls(project: pytest.Pytester) -> list[dict[str, Any]]:
+def _calls(project: RagbenchProject) -> list[dict[str, Any]]:
     path = project.path / "calls.log"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
@@ -131,7 +126,7 @@ def test_missing_answers_and_contexts_are_supplied_and_unjudged_metrics_unscored
     assert "answer: The Louvre is in Paris. It opened in 1793." in section
     assert "[1] The Louvre, in Paris, opened as a museum in 1793." in section
     assert "samples.jsonl:5" in section
-    items = _items(project)
+    items = project.items_by_case()
     calls = _calls(project)
     # given: nobody asked; contexts only: the generator, reading the sample's contexts;
     # no contexts: the system under test
@@ -164,7 +159,7 @@ def test_missing_answers_and_contexts_are_supplied_and_unjudged_metrics_unscored
     assert items["no_contexts"]["metrics"]["semantic_similarity"] > 0.9
     # the reference's words the, louvre, in, paris are in the context, "is" is not
     assert items["given"]["metrics"]["lexical_context_recall"] == pytest.approx(4 / 5)
-    results = json.loads((project.path / ".ragbench" / "results.json").read_text())
+    results = project.results()
     faithfulness = results["metrics"]["ragas"]["faithfulness"]
     # four items without a judge, and the malformed line's item: "item error"
     assert faithfulness["n"] == 0 and faithfulness["n_unscored"] == 5
@@ -181,7 +176,7 @@ def test_a_judged_run_through_the_loopback_judge_is_cached(
             judge_server.url, "--ragbench-judge-model", "scripted")
     first = project.runpytest_subprocess(*args)
     first.assert_outcomes(passed=3)
-    items = _items(project)
+    items = project.items_by_case()
     given = items["given"]
     # "The Louvre is in Paris." is supported, "It opened in 1793." is not: ragas gives 1/2
     assert given["metrics"]["faithfulness"] == 0.5
@@ -201,9 +196,9 @@ def test_a_judged_run_through_the_loopback_judge_is_cached(
     second = project.runpytest_subprocess(*args, "-n", "2")
     second.assert_outcomes(passed=3)
     assert len(judge_server.requests) == requests  # every reply came from the cache
-    assert {k: v["metrics"] for k, v in _items(project).items()} == {
+    assert {k: v["metrics"] for k, v in project.items_by_case().items()} == {
         k: v["metrics"] for k, v in items.items()}
-    results = json.loads((project.path / ".ragbench" / "results.json").read_text())
+    results = project.results()
     assert results["metrics"]["ragas"]["faithfulness"]["n"] == 3
     assert results["usage"]["judge"]["cache_hits"] == results["usage"]["judge"]["calls"]
     judged = results["judge"]["metrics"]["ragas"]
@@ -221,7 +216,7 @@ def test_a_judged_run_through_the_loopback_judge_is_cached(
     third.assert_outcomes(passed=3)
     new = judge_server.requests[requests:]
     assert new and {r["seed"] for r in new} == {1}
-    given = _items(project)["given"]
+    given = project.items_by_case()["given"]
     assert given["judge"]["samples"]["faithfulness"] == [0.5, 0.5]
     assert "faithfulness: 0.5, 0.5 (mean 0.5, sd 0)" in given["evidence"]["judge samples"]
 
@@ -241,7 +236,7 @@ def test_a_judge_whose_every_reply_is_unusable_fails_the_session(
             f"FAILED judged metric ragas.{metric}: 2/2 items unscored (100.0%), more than "
             "--ragbench-max-unscored 0.2; most common (2): judge call to model 'default': "
             "reply is not one JSON object: 'I am sorry, I cannot grade this.'"])
-    given = _items(project)["given"]
+    given = project.items_by_case()["given"]
     assert given["metrics"]["token_f1"] > 0 and "faithfulness" in given["unscored"]
     assert given["usage"]["judge"]["calls"] >= 4  # answered, counted, though unusable
 
@@ -270,7 +265,7 @@ def test_an_exported_dataset_is_read_unchanged(pytester: pytest.Pytester) -> Non
     lines = [json.loads(line) for line in exported.read_text().splitlines()]
     result = project.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=4)
-    items = _items(project)
+    items = project.items_by_case()
     assert set(items) == {line["id"] for line in lines}
     for line in lines:
         item = items[line["id"]]
@@ -286,7 +281,7 @@ def test_an_exported_dataset_is_read_unchanged(pytester: pytest.Pytester) -> Non
     assert [d.split("\n", 1)[1] for d in generated[0]["documents"]] == first["contexts"]
 
 
-def _bundled(pytester: pytest.Pytester, answer: str | None) -> pytest.Pytester:
+def _bundled(pytester: pytest.Pytester, answer: str | None) -> RagbenchProject:
     """The bundled 40 samples with the bundled ragas gates, and a scripted generator."""
     project = _project(pytester, answer=answer)
     shutil.copy(REPO_ROOT / "test_cases" / "ragas_samples.jsonl",
@@ -294,8 +289,7 @@ def _bundled(pytester: pytest.Pytester, answer: str | None) -> pytest.Pytester:
     gates = tomllib.loads((REPO_ROOT / "test_cases" / "ragbench.toml").read_text())["gates"]
     ragas_gates = {k: v for k, v in gates.items() if k.startswith("ragas.")}
     assert len(ragas_gates) >= 2
-    (project.path / "test_cases" / "ragbench.toml").write_text(
-        "[gates]\n" + "".join(f'"{k}" = {v}\n' for k, v in ragas_gates.items()))
+    project.gates("[gates]\n" + "".join(f'"{k}" = {v}\n' for k, v in ragas_gates.items()))
     return project
 
 

@@ -12,7 +12,6 @@ import csv
 import io
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ import pytest
 from pytest_ragbench.kinds.ragcsv import answer_messages
 from pytest_ragbench.system.loopback import LoopbackServer
 from tests.helpers import XDIST_MODES, failure_section
+from tests.project import RagbenchProject
 
 SYSTEM = "You are a helpful assistant. Answer the question based only on the provided documents."
 # (expected answer, fragment title, fragment text, question, scripted answer, scripted grade)
@@ -75,25 +75,20 @@ def judge() -> Iterator[LoopbackServer]:
         yield server
 
 
-def _items(folder: Path) -> dict[str, dict[str, Any]]:
-    lines = (folder / ".ragbench" / "items.jsonl").read_text(encoding="utf-8").splitlines()
-    return {item["case_id"]: item for item in map(json.loads, lines)}
-
-
 def test_judge_grades_rows_answered_concurrently(pytester: pytest.Pytester,
                                                  generator: LoopbackServer,
                                                  judge: LoopbackServer) -> None:
-    cases = pytester.mkdir("test_cases")
-    (cases / "capitals.ragcsv.csv").write_text(ragcsv_text(ROWS, bad_row_at=3))
-    (cases / "ragbench.toml").write_text('[thresholds]\n"ragcsv.accuracy" = 75\n')
-    result = pytester.runpytest_subprocess(
+    project = RagbenchProject(pytester)
+    project.cases("capitals.ragcsv.csv", ragcsv_text(ROWS, bad_row_at=3))
+    project.gates('[thresholds]\n"ragcsv.accuracy" = 75\n')
+    result = project.runpytest_subprocess(
         "--ragbench", "-q", "-rN", "-p", "no:cacheprovider", "--ragbench-llm-url", generator.url,
         "--ragbench-judge-url", judge.url)
     # rows 1-2 and 4-6 ran; row 3 is the broken one; Berlin's grade 60 misses 75
     result.assert_outcomes(passed=4, failed=2)
     output = result.stdout.str()
 
-    items = _items(pytester.path)
+    items = project.items_by_case()
     assert items["ragcsv[capitals:3]"]["status"] == "error"  # the row that could not be read
     accuracy = {case: item["metrics"].get("accuracy") for case, item in items.items()
                 if item["status"] != "error"}
@@ -172,15 +167,16 @@ def test_judge_grades_rows_answered_concurrently(pytester: pytest.Pytester,
 def test_the_same_grades_under_xdist(pytester: pytest.Pytester, generator: LoopbackServer,
                                      judge: LoopbackServer) -> None:
     """Workers answer their own rows (nothing is prefetched there); the records agree."""
-    (pytester.mkdir("test_cases") / "capitals.ragcsv.csv").write_text(ragcsv_text(ROWS))
+    project = RagbenchProject(pytester)
+    project.cases("capitals.ragcsv.csv", ragcsv_text(ROWS))
     runs = []
     for flags in ((), ("-n", "2")):
-        result = pytester.runpytest_subprocess(
+        result = project.runpytest_subprocess(
             "--ragbench", "-q", "-p", "no:cacheprovider", "--ragbench-no-cache",
             "--ragbench-llm-url", generator.url, "--ragbench-judge-url", judge.url, *flags)
         result.assert_outcomes(passed=5)
         runs.append({case: (item["metrics"].get("accuracy"), item["unscored"])
-                     for case, item in _items(pytester.path).items()})
+                     for case, item in project.items_by_case().items()})
     assert runs[0] == runs[1] and len(runs[0]) == 5
     assert len(generator.requests) == 10  # no cache: every row asked once per run
 
@@ -190,13 +186,13 @@ def test_without_a_judge_accuracy_is_semantic_similarity(pytester: pytest.Pytest
     answers = {ROWS[0][3]: "Paris", ROWS[1][3]: "Bananas are a yellow fruit rich in potassium.",
                ROWS[2][3]: ""}
     with LoopbackServer(lambda body: answers[_question(body)]) as server:
-        cases = pytester.mkdir("test_cases")
-        (cases / "capitals.ragcsv.csv").write_text(ragcsv_text(ROWS[:3]))
-        result = pytester.runpytest_subprocess("--ragbench", "-q", "-rN", "-p",
-                                               "no:cacheprovider", "--ragbench-llm-url",
-                                               server.url)
+        project = RagbenchProject(pytester)
+        project.cases("capitals.ragcsv.csv", ragcsv_text(ROWS[:3]))
+        result = project.runpytest_subprocess("--ragbench", "-q", "-rN", "-p",
+                                              "no:cacheprovider", "--ragbench-llm-url",
+                                              server.url)
     result.assert_outcomes(passed=2, failed=1)  # record-only rows; the empty answer fails
-    items = _items(pytester.path)
+    items = project.items_by_case()
     same, unrelated, empty = (items[f"capitals:{n}"] for n in (1, 2, 3))
     assert same["metrics"]["accuracy"] == pytest.approx(100.0, abs=1e-3)  # identical text
     assert unrelated["metrics"]["accuracy"] < 40.0
@@ -211,15 +207,15 @@ def test_without_a_judge_accuracy_is_semantic_similarity(pytester: pytest.Pytest
 
 
 def test_ragcsv_files_are_collected_only_with_ragbench(pytester: pytest.Pytester) -> None:
-    cases = pytester.mkdir("test_cases")
-    (cases / "capitals.ragcsv.csv").write_text(ragcsv_text(ROWS[:2]))
-    (cases / "other.csv").write_text(ragcsv_text(ROWS[:1]))  # not a RAGCSV name, not in ini
-    data = pytester.mkdir("data")
+    project = RagbenchProject(pytester)
+    project.cases("capitals.ragcsv.csv", ragcsv_text(ROWS[:2]))
+    project.cases("other.csv", ragcsv_text(ROWS[:1]))  # not a RAGCSV name, not in ini
+    data = project.mkdir("data")
     (data / "eval.csv").write_text(ragcsv_text(ROWS[:1]))
-    pytester.makeini("[pytest]\nragbench_ragcsv = data/eval.csv\n")
-    result = pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")
+    project.ini(ragbench_ragcsv="data/eval.csv")
+    result = project.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
-    result = pytester.runpytest("--ragbench", "--collect-only", "-q", "-p", "no:cacheprovider")
+    result = project.runpytest("--ragbench", "--collect-only", "-q", "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines(["data/eval.csv::ragcsv[eval:1]",
                                  "test_cases/capitals.ragcsv.csv::ragcsv[capitals:1]",
                                  "test_cases/capitals.ragcsv.csv::ragcsv[capitals:2]"],
@@ -252,10 +248,11 @@ def _actual(body: dict[str, Any]) -> str:
 @pytest.mark.parametrize("flags", XDIST_MODES)
 def test_a_judge_whose_every_reply_is_unusable_fails_the_session(
         pytester: pytest.Pytester, flags: tuple[str, ...]) -> None:
-    (pytester.mkdir("test_cases") / "capitals.ragcsv.csv").write_text(ragcsv_text(ROWS[:4]))
+    project = RagbenchProject(pytester)
+    project.cases("capitals.ragcsv.csv", ragcsv_text(ROWS[:4]))
     with _answers() as generator, \
             LoopbackServer("Sure! I would rate this answer highly.") as judge:
-        result = pytester.runpytest_subprocess(
+        result = project.runpytest_subprocess(
             "--ragbench", "-q", "-p", "no:cacheprovider", "--ragbench-llm-url", generator.url,
             "--ragbench-judge-url", judge.url, *flags)
     result.assert_outcomes(passed=4)  # no item threshold: the session fails, not the rows
@@ -268,12 +265,12 @@ def test_a_judge_whose_every_reply_is_unusable_fails_the_session(
         "--ragbench-max-unscored 0.2; most common (4): the judge's reply is not a grade from "
         "0 to 100 ({\"score\": <integer>}): 'Sure! I would rate this answer highly.'"],
         consecutive=False)
-    items = _items(pytester.path)
+    items = project.items_by_case()
     for item in items.values():  # the answers, their time and the judge's calls are kept
         assert item["evidence"]["got"].startswith("The capital is")
         assert item["metrics"]["total_time_ms"] >= 0.0
         assert item["usage"]["judge"]["calls"] == 1  # answered, though unusable
-    results = json.loads((pytester.path / ".ragbench" / "results.json").read_text())
+    results = project.results()
     entry = results["judge"]["metrics"]["ragcsv"]["accuracy"]
     assert (entry["n_items"], entry["n_unscored"], entry["over_limit"]) == (4, 4, True)
     assert results["usage"]["judge"]["calls"] == 4
@@ -282,15 +279,16 @@ def test_a_judge_whose_every_reply_is_unusable_fails_the_session(
 
 def test_a_refusing_judge_leaves_accuracy_unscored_and_keeps_the_row(
         pytester: pytest.Pytester) -> None:
-    (pytester.mkdir("test_cases") / "capitals.ragcsv.csv").write_text(ragcsv_text(ROWS[:2]))
+    project = RagbenchProject(pytester)
+    project.cases("capitals.ragcsv.csv", ragcsv_text(ROWS[:2]))
     with _answers() as generator, LoopbackServer('{"score": 90}') as judge:
         judge.fail("401", "401")  # refused, not retried
-        result = pytester.runpytest_subprocess(
+        result = project.runpytest_subprocess(
             "--ragbench", "-q", "-p", "no:cacheprovider", "--ragbench-llm-url", generator.url,
             "--ragbench-judge-url", judge.url, "--ragbench-max-unscored=1")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.OK  # the limit allows every item unscored
-    items = _items(pytester.path)
+    items = project.items_by_case()
     for item in items.values():
         assert "HTTP 401" in item["unscored"]["accuracy"]
         assert item["evidence"]["got"].startswith("The capital is")
@@ -309,18 +307,18 @@ def test_repeated_grades_are_averaged_and_an_undecided_row_is_inconclusive(
     def grade(body: dict[str, Any]) -> str:
         return json.dumps({"score": by_answer[_actual(body)][body["seed"]]})
 
-    cases = pytester.mkdir("test_cases")
-    (cases / "capitals.ragcsv.csv").write_text(ragcsv_text(ROWS[:4]))
-    (cases / "ragbench.toml").write_text('[thresholds]\n"ragcsv.accuracy" = 75\n')
+    project = RagbenchProject(pytester)
+    project.cases("capitals.ragcsv.csv", ragcsv_text(ROWS[:4]))
+    project.gates('[thresholds]\n"ragcsv.accuracy" = 75\n')
     with _answers() as generator, LoopbackServer(grade) as judge:
         args = ("--ragbench", "-q", "-p", "no:cacheprovider", "--ragbench-llm-url",
                 generator.url, "--ragbench-judge-url", judge.url)
-        result = pytester.runpytest_subprocess(*args, "--ragbench-judge-samples", "3")
+        result = project.runpytest_subprocess(*args, "--ragbench-judge-samples", "3")
         result.assert_outcomes(passed=3, failed=1, warnings=2)
         asked = len(judge.requests)
         assert asked == 12 and sorted({r["seed"] for r in judge.requests}) == [0, 1, 2]
         assert {r["temperature"] for r in judge.requests} == {0.7}
-        items = _items(pytester.path)
+        items = project.items_by_case()
         paris, bonn, rome, madrid = (items[f"capitals:{n}"] for n in (1, 2, 3, 4))
         assert paris["metrics"]["accuracy"] == 75.0 and paris["status"] == "warning"
         assert paris["judge"]["samples"] == {"accuracy": [70.0, 75.0, 80.0]}
@@ -331,7 +329,7 @@ def test_repeated_grades_are_averaged_and_an_undecided_row_is_inconclusive(
         assert paris["evidence"]["judge samples"] == "accuracy: 70, 75, 80 (mean 75, sd 5)"
         assert bonn["status"] == "passed" and bonn["metrics"]["accuracy"] == 96.0
         assert rome["status"] == "failed" and madrid["status"] == "warning"
-        results = json.loads((pytester.path / ".ragbench" / "results.json").read_text())
+        results = project.results()
         entry = results["judge"]["metrics"]["ragcsv"]["accuracy"]
         assert entry["n_samples"] == 3 and entry["n_inconclusive"] == 2
         assert entry["within_item_sd"] == pytest.approx((5 + 1 + 2 + 300 ** 0.5) / 4)
@@ -344,14 +342,14 @@ def test_repeated_grades_are_averaged_and_an_undecided_row_is_inconclusive(
             "verdict flips  inconclusive  most common reason",
             "ragcsv.accuracy  4 * 4 * 0 * 0.0% * 3 * 6.330 * 50.0% of 4 * 2 * -"])
 
-        again = pytester.runpytest_subprocess(*args, "--ragbench-judge-samples", "3",
-                                              "--ragbench-inconclusive=fail")
+        again = project.runpytest_subprocess(*args, "--ragbench-judge-samples", "3",
+                                             "--ragbench-inconclusive=fail")
         again.assert_outcomes(passed=1, failed=3)
         assert len(judge.requests) == asked  # a rerun asks nothing again
         assert "accuracy: inconclusive, threshold >= 75" in failure_section(
             again.stdout.str(), "ragcsv: capitals:1")
 
-        more = pytester.runpytest_subprocess(*args, "--ragbench-judge-samples", "4")
+        more = project.runpytest_subprocess(*args, "--ragbench-judge-samples", "4")
         more.assert_outcomes(passed=3, failed=1, warnings=2)  # both still undecided
         assert [r["seed"] for r in judge.requests[asked:]] == [3, 3, 3, 3]  # only the new one
-        assert _items(pytester.path)["capitals:4"]["metrics"]["accuracy"] == 82.5
+        assert project.items_by_case()["capitals:4"]["metrics"]["accuracy"] == 82.5

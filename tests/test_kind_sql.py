@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.helpers import failure_section, make_scores_db
+from tests.helpers import failure_section
+from tests.project import RagbenchProject
 
 CASES = """
 kind: sql
@@ -45,13 +44,12 @@ def ragbench_system():
 
 
 def _project(pytester: pytest.Pytester, answers: dict[str, tuple[str, str | None]]
-             ) -> pytest.Pytester:
-    make_scores_db(pytester.path / "scores.db")
-    pytester.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n")
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "scores.yaml").write_text(CASES)
-    pytester.makeconftest(SYSTEM.replace("{ANSWERS}", repr(answers)))
-    return pytester
+             ) -> RagbenchProject:
+    project = RagbenchProject(pytester).ini(ragbench_db_url="sqlite:///scores.db")
+    project.scores_db()
+    project.cases("scores.yaml", CASES)
+    project.conftest(SYSTEM.replace("{ANSWERS}", repr(answers)))
+    return project
 
 
 def test_the_systems_sql_is_run_and_compared(pytester: pytest.Pytester) -> None:
@@ -71,9 +69,8 @@ def test_the_systems_sql_is_run_and_compared(pytester: pytest.Pytester) -> None:
     assert "Heat" in best  # the rows it got
     write = failure_section(output, "sql: heat_city")
     assert "the system's SQL was refused before execution" in write
-    items = [json.loads(line) for line in
-             (project.path / ".ragbench" / "items.jsonl").read_text().splitlines()]
-    matches = {i["case_id"]: i["metrics"]["execution_match"] for i in items if i["kind"] == "sql"}
+    matches = {case: item["metrics"]["execution_match"]
+               for case, item in project.items_by_case(kind="sql").items()}
     assert matches == {"lakers_points": 1.0, "best_pct": 0.0, "heat_city": 0.0}
 
 

@@ -9,7 +9,6 @@ known and the test sees what the kind makes of it.
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +19,7 @@ from pytest_ragbench.kinds.decline import injection_in, obeyed, refusal_phrase
 from pytest_ragbench.system.loopback import LoopbackServer
 from tests.conftest import REPO_ROOT
 from tests.helpers import failure_section
+from tests.project import RagbenchProject
 
 # -- the refusal detector on real phrasings ------------------------------------------------
 
@@ -217,32 +217,26 @@ def server() -> Iterator[LoopbackServer]:
         yield srv
 
 
-def write_project(pytester: pytest.Pytester, cases: str = CASES) -> None:
-    folder = pytester.path / "test_cases"
-    (folder / "corpus").mkdir(parents=True)
-    for name, text in CORPUS.items():
-        (folder / "corpus" / name).write_text(text, encoding="utf-8")
-    (folder / "vector.yaml").write_text(cases, encoding="utf-8")
+def write_project(pytester: pytest.Pytester, cases: str = CASES) -> RagbenchProject:
+    project = RagbenchProject(pytester)
+    project.corpus(CORPUS)
+    project.cases("vector.yaml", cases)
+    return project
 
 
-def run(pytester: pytest.Pytester, server: LoopbackServer, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
+def run(project: RagbenchProject, server: LoopbackServer, *args: str) -> pytest.RunResult:
+    return project.run(
         "--ragbench", "-q", "-rN", "-p", "no:cacheprovider", "--ragbench-llm-url", server.url,
-        "--ragbench-llm-model", "scripted", *args)
-
-
-def records(pytester: pytest.Pytester) -> dict[str, dict[str, Any]]:
-    lines = (pytester.path / ".ragbench" / "items.jsonl").read_text().splitlines()
-    return {r["case_id"]: r for r in map(json.loads, lines)}
+        "--ragbench-llm-model", "scripted", *args, subprocess=True)
 
 
 def test_vector_items_pass_fail_decline_and_keep_the_history(
         pytester: pytest.Pytester, server: LoopbackServer) -> None:
-    write_project(pytester)
-    result = run(pytester, server)
+    project = write_project(pytester)
+    result = run(project, server)
     result.assert_outcomes(passed=4, failed=2)
     output = result.stdout.str()
-    items = records(pytester)
+    items = project.items_by_case()
 
     ts = items["ts_definition"]
     assert ts["status"] == "passed"
@@ -300,11 +294,11 @@ def test_with_a_judge_the_judged_metrics_and_judge_relevance_are_scored(
     def grade(prompt: str) -> int:  # the glossary entry is relevant, the rest is not
         return 8 if "Retrieved Context: # True shooting" in prompt else 2
 
-    write_project(pytester)
+    project = write_project(pytester)
     with LoopbackServer(ScriptedJudge(grade=grade)) as judge:
-        result = run(pytester, server, "-k", "ts_definition", "--ragbench-judge-url", judge.url)
+        result = run(project, server, "-k", "ts_definition", "--ragbench-judge-url", judge.url)
     result.assert_outcomes(passed=1)
-    ts = records(pytester)["ts_definition"]
+    ts = project.items_by_case()["ts_definition"]
     assert ts["metrics"]["faithfulness"] == 1.0 and 0 < ts["metrics"]["answer_relevancy"] <= 1
     contexts = ts["evidence"]["retrieved"].count("\n") + 1
     assert ts["metrics"]["judge_relevance"] == pytest.approx((8 + 2 * (contexts - 1))
@@ -321,18 +315,17 @@ def test_a_follow_up_without_its_history_is_not_answered(
       - {role: user, content: "Tell me about the first In-Season Tournament final."}
       - {role: assistant, content: "The Lakers beat the Pacers 123-109 in Las Vegas."}
 ''', "")
-    write_project(pytester, cases)
-    result = run(pytester, server, "-k", "followup_mvp")
+    project = write_project(pytester, cases)
+    result = run(project, server, "-k", "followup_mvp")
     result.assert_outcomes(failed=1)  # a false refusal fails its item by default
     section = failure_section(result.stdout.str(), "vector: followup_mvp")
     assert 'the answer declines ("I don\'t know") a question the documents answer' in section
     assert "answered = 0, needs >= 1" in section
-    mvp = records(pytester)["followup_mvp"]
+    mvp = project.items_by_case()["followup_mvp"]
     assert mvp["metrics"]["answered"] == 0.0
     assert mvp["evidence"]["refusal"] == "I don't know"
-    (pytester.path / "test_cases" / "ragbench.toml").write_text(
-        '[thresholds]\n"vector.answered" = 0\n')  # overridable like every threshold
-    run(pytester, server, "-k", "followup_mvp").assert_outcomes(passed=1)
+    project.gates('[thresholds]\n"vector.answered" = 0\n')  # overridable like every threshold
+    run(project, server, "-k", "followup_mvp").assert_outcomes(passed=1)
 
 
 def test_a_decline_case_that_is_answered_fails(pytester: pytest.Pytester,
@@ -340,17 +333,17 @@ def test_a_decline_case_that_is_answered_fails(pytester: pytest.Pytester,
     """Fails by default; with "vector.declined" = 0 the decline is only recorded."""
     cases = CASES.replace("    expected_sources: [season_in_season_tournament.md]\n  - id: followup",
                           "    expect: decline\n  - id: followup", 1)
-    write_project(pytester, cases)
-    result = run(pytester, server, "-k", "tournament_winner or sourdough")
+    project = write_project(pytester, cases)
+    result = run(project, server, "-k", "tournament_winner or sourdough")
     result.assert_outcomes(passed=1, failed=1)
     section = failure_section(result.stdout.str(), "vector: tournament_winner")
     assert "expected a decline, but the answer does not refuse" in section
     assert "declined = 0, needs >= 1" in section
     assert "got: The Los Angeles Lakers won it" in section
-    (pytester.path / "test_cases" / "ragbench.toml").write_text(RECORD_DECLINE)
-    result = run(pytester, server, "-k", "tournament_winner or sourdough")
+    project.gates(RECORD_DECLINE)
+    result = run(project, server, "-k", "tournament_winner or sourdough")
     result.assert_outcomes(passed=2)
-    assert records(pytester)["tournament_winner"]["metrics"]["declined"] == 0.0
+    assert project.items_by_case()["tournament_winner"]["metrics"]["declined"] == 0.0
 
 
 def test_a_vector_case_without_ground_truth_is_one_clear_error(
@@ -358,8 +351,8 @@ def test_a_vector_case_without_ground_truth_is_one_clear_error(
     broken = CASES.replace(
         '    ground_truth: "Should retrieve season_in_season_tournament.md: the Lakers beat '
         'Indiana 123-109."\n', "")
-    write_project(pytester, broken)
-    result = run(pytester, server, "-k", "not injected and not wemby")
+    project = write_project(pytester, broken)
+    result = run(project, server, "-k", "not injected and not wemby")
     result.assert_outcomes(passed=3, failed=1)
     output = result.stdout.str()
     line = broken.splitlines().index("  - id: tournament_winner") + 1
@@ -371,22 +364,22 @@ def test_a_vector_case_without_ground_truth_is_one_clear_error(
 def test_the_bundled_vector_cases_fail_with_a_worse_retriever(
         pytester: pytest.Pytester, server: LoopbackServer) -> None:
     """The bundled cases pass their retrieval checks, and a reversed retriever fails them."""
-    folder = pytester.path / "test_cases"
-    shutil.copytree(REPO_ROOT / "test_cases" / "corpus", folder / "corpus")
-    shutil.copy(REPO_ROOT / "test_cases" / "nba_vector.yaml", folder)
-    (folder / "ragbench.toml").write_text(RECORD_DECLINE)  # as the bundled ragbench.toml
+    project = RagbenchProject(pytester)
+    shutil.copytree(REPO_ROOT / "test_cases" / "corpus", project.cases_dir() / "corpus")
+    shutil.copy(REPO_ROOT / "test_cases" / "nba_vector.yaml", project.cases_dir())
+    project.gates(RECORD_DECLINE)  # as the bundled ragbench.toml
     server.reply = extractive  # scripted: the first sentence of the first document
 
-    good = run(pytester, server)
-    good_items = records(pytester)
+    good = run(project, server)
+    good_items = project.items_by_case()
     assert good.parseoutcomes().get("failed", 0) == 0, good.stdout.str()[-3000:]
     answerable = [r for r in good_items.values() if r["metrics"].get("answered") is not None]
     assert all(r["metrics"]["source_hit@5"] == 1.0 for r in answerable if
                "source_hit@5" in r["metrics"])
 
-    pytester.makeconftest(REVERSED_RETRIEVER)
-    bad = run(pytester, server)
-    bad_items = records(pytester)
+    project.makeconftest(REVERSED_RETRIEVER)
+    bad = run(project, server)
+    bad_items = project.items_by_case()
     assert bad.parseoutcomes().get("failed", 0) >= 20
     hits = [r["metrics"]["source_hit@5"] for r in bad_items.values()
             if "source_hit@5" in r["metrics"]]

@@ -9,7 +9,6 @@ the session at start-up naming the closest known name.
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -20,7 +19,8 @@ import pytest
 from pytest_ragbench import kinds
 from pytest_ragbench.config import PERTURBATION_KINDS
 from pytest_ragbench.metrics.registry import PERTURBATIONS, REGISTRY
-from tests.helpers import XDIST_MODES, make_scores_db
+from tests.helpers import XDIST_MODES
+from tests.project import RagbenchProject
 
 pytest_plugins = ["pytester"]
 MODE_IDS = ["plain", "n2", "no-xdist"]
@@ -46,16 +46,14 @@ def readme_blocks(language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", section, re.DOTALL)
 
 
-def tools_project(pytester: pytest.Pytester) -> pytest.Pytester:
+def tools_project(pytester: pytest.Pytester) -> RagbenchProject:
     """The README's conftest.py and case file, and an agent to evaluate."""
     conftest, = readme_blocks("python")
     cases, = readme_blocks("yaml")
-    pytester.makeconftest(conftest)
-    pytester.makepyfile(myagent=MYAGENT)
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "agent.yaml").write_text(cases)
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
-    return pytester
+    project = RagbenchProject(pytester).conftest(conftest).ini(addopts="-p no:cacheprovider")
+    project.makepyfile(myagent=MYAGENT)
+    project.cases("agent.yaml", cases)
+    return project
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
@@ -67,7 +65,7 @@ def test_the_readme_kind_runs_as_printed(pytester: pytest.Pytester,
     result.stdout.fnmatch_lines(["*argument_match = 0, needs >= 1*",
                                  "PASSED test_cases/agent.yaml::tools[[]weather_paris[]]",
                                  "FAILED test_cases/agent.yaml::tools[[]eur_to_usd[]]*"])
-    data = json.loads((project.path / ".ragbench" / "results.json").read_text())
+    data = project.results()
     metrics = data["metrics"]["tools"]
     assert metrics["tool_recall"]["mean"] == 1.0
     assert metrics["argument_match"]["mean"] == 0.5
@@ -144,9 +142,9 @@ def test_the_builtin_kinds_come_through_the_hook(pytester: pytest.Pytester) -> N
 
 def test_a_plugin_kind_replaces_a_builtin_one_of_the_same_name(
         pytester: pytest.Pytester) -> None:
-    make_scores_db(pytester.path / "scores.db")
-    pytester.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n")
-    pytester.makeconftest('''
+    project = RagbenchProject(pytester).ini(ragbench_db_url="sqlite:///scores.db")
+    project.scores_db()
+    project.conftest('''
 from pytest_ragbench.kinds import VERIFICATION, ItemKind
 from pytest_ragbench.records import Outcome
 
@@ -159,11 +157,9 @@ def pytest_ragbench_item_kinds(config):
     return [ItemKind("sql_ground_truth", "sql", always, "always matches", VERIFICATION,
                      metrics=("match",), thresholds={"match": 1.0})]
 ''')
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "wrong.yaml").write_text(
-        "- id: wrong\n  question: q\n  expected_sql: SELECT 1 AS n\n"
-        "  ground_truth_data: {n: 2}\n")
-    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    project.cases("wrong.yaml", "- id: wrong\n  question: q\n  expected_sql: SELECT 1 AS n\n"
+                                "  ground_truth_data: {n: 2}\n")
+    project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize(("hook", "message"), [
@@ -206,7 +202,7 @@ def test_two_plugins_adding_one_kind_is_a_usage_error(pytester: pytest.Pytester)
 
 
 def test_a_metric_the_kind_does_not_declare_fails_the_item(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest('''
+    project = RagbenchProject(pytester).conftest('''
 from pytest_ragbench.cases.build import text
 from pytest_ragbench.kinds import CaseKind, Field, ItemKind
 from pytest_ragbench.records import Outcome
@@ -220,9 +216,8 @@ def pytest_ragbench_item_kinds(config):
     return [CaseKind("probe", {"question": Field(True, text)}),
             ItemKind("probe", "probe", run, metrics=("token_f1",))]
 ''')
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "p.yaml").write_text("- {id: one, kind: probe, question: q}\n")
-    result = pytester.runpytest("--ragbench", "-p", "no:cacheprovider")
+    project.cases("p.yaml", "- {id: one, kind: probe, question: q}\n")
+    result = project.runpytest("--ragbench", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*the probe kind recorded 'hit_rate', not among the metrics "
                                  "it declares (ItemKind.metrics: token_f1)*"])

@@ -20,6 +20,7 @@ import pytest
 
 from pytest_ragbench.system import checks
 from tests.helpers import XDIST_MODES
+from tests.project import RagbenchProject
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -114,31 +115,27 @@ def ragbench_embedder():
 
 
 def write_project(pytester: pytest.Pytester, conftest: str = CONFTEST,
-                  samples: tuple[dict[str, Any], ...] = (GIVEN, PORT, LEVEL, RETRIEVE)) -> None:
-    folder = pytester.mkdir("test_cases")
-    (folder / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
-    (folder / "rows.ragcsv.csv").write_text(ragcsv_text())
-    (pytester.path / "components.py").write_text(interfaces_code())
-    pytester.makeconftest(conftest)
+                  samples: tuple[dict[str, Any], ...] = (GIVEN, PORT, LEVEL, RETRIEVE)
+                  ) -> RagbenchProject:
+    project = RagbenchProject(pytester).conftest(conftest)
+    project.cases("samples.jsonl", list(samples))
+    project.cases("rows.ragcsv.csv", ragcsv_text())
+    (project.path / "components.py").write_text(interfaces_code())
+    return project
 
 
-def calls(pytester: pytest.Pytester) -> list[dict[str, Any]]:
-    path = pytester.path / "calls.log"
+def calls(project: RagbenchProject) -> list[dict[str, Any]]:
+    path = project.path / "calls.log"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def items(pytester: pytest.Pytester) -> dict[str, dict[str, Any]]:
-    lines = (pytester.path / ".ragbench" / "items.jsonl").read_text().splitlines()
-    return {item["nodeid"].rpartition("::")[2]: item for item in map(json.loads, lines)}
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=["default", "xdist", "no-xdist"])
 def test_answer_from_receives_every_passage_item(pytester: pytest.Pytester,
                                                  mode: tuple[str, ...]) -> None:
-    write_project(pytester)
-    result = pytester.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider", *mode)
+    project = write_project(pytester)
+    result = project.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider", *mode)
     result.assert_outcomes(passed=7)  # 4 samples, 3 rows (the header row is no row)
-    log = calls(pytester)
+    log = calls(project)
     asked_from = sorted(c["question"] for c in log if c["who"] == "answer_from")
     assert asked_from == sorted([PORT["question"], LEVEL["question"],
                                  *(row[3] for row in ROWS)])  # each exactly once
@@ -147,7 +144,7 @@ def test_answer_from_receives_every_passage_item(pytester: pytest.Pytester,
     france = next(c for c in log if c["question"] == ROWS[0][3])
     assert france["contexts"] == [ROWS[0][2]] and france["titles"] == ["France"]
 
-    found = items(pytester)
+    found = project.items_by_name()
     assert set(found) == {"ragas[given]", "ragas[port]", "ragas[level]", "ragas[retrieve]",
                           "ragcsv[rows:1]", "ragcsv[rows:2]", "ragcsv[rows:3]"}
     assert found["ragas[port]"]["evidence"]["answer"] == "port: 8080 # the API port"
@@ -157,7 +154,7 @@ def test_answer_from_receives_every_passage_item(pytester: pytest.Pytester,
     assert "the system under test: answer_from of" in \
         found["ragcsv[rows:2]"]["evidence"]["answer from"]
     assert found["ragcsv[rows:2]"]["usage"]["system"]["calls"] == 1
-    results = json.loads((pytester.path / ".ragbench" / "results.json").read_text())
+    results = project.results()
     assert "answer_from" in results["components"]["passage answers"]
     assert results["usage"]["system"]["calls"] == 6 and "generator" not in results["usage"]
     result.stdout.fnmatch_lines(["*passage answers: the system under test: answer_from of*"])
@@ -165,16 +162,16 @@ def test_answer_from_receives_every_passage_item(pytester: pytest.Pytester,
 
 def test_without_answer_from_the_generator_answers_and_says_so(
         pytester: pytest.Pytester) -> None:
-    write_project(pytester, CONFTEST.replace("def answer_from(", "def _not_answer_from("),
-                  samples=(PORT,))
-    result = pytester.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider",
-                                           "--ragbench-max-tokens=77")
+    project = write_project(
+        pytester, CONFTEST.replace("def answer_from(", "def _not_answer_from("), samples=(PORT,))
+    result = project.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider",
+                                          "--ragbench-max-tokens=77")
     result.assert_outcomes(passed=4)
-    log = calls(pytester)
+    log = calls(project)
     generated = [c for c in log if c["who"] == "generator"]
     assert len(generated) == 4 and not [c for c in log if c["who"] == "answer_from"]
     assert {c["params"]["max_tokens"] for c in generated} == {77}
-    found = items(pytester)
+    found = project.items_by_name()
     assert "logging-generator (ragbench_llm): the system has no answer_from" in \
         found["ragcsv[rows:1]"]["evidence"]["answer from"]
     assert "(ragbench_llm; the system has no answer_from)" in \
@@ -196,16 +193,16 @@ def pytest_ragbench_systems(config):
 
 def test_items_that_do_not_depend_on_the_system_are_made_once(
         pytester: pytest.Pytester) -> None:
-    write_project(pytester, CONFTEST + REGISTERED)
-    result = pytester.runpytest("--ragbench", "--ragbench-systems=dense,bm25", "--collect-only",
-                                "-q", "-p", "no:cacheprovider")
+    project = write_project(pytester, CONFTEST + REGISTERED)
+    result = project.runpytest("--ragbench", "--ragbench-systems=dense,bm25", "--collect-only",
+                               "-q", "-p", "no:cacheprovider")
     ids = {line.rpartition("::")[2] for line in result.stdout.lines if "::" in line}
     # the built-in systems have no answer_from: samples with contexts and rows once
     assert ids == {"ragas[given]", "ragas[port]", "ragas[level]", "ragas[dense-retrieve]",
                    "ragas[bm25-retrieve]", "ragcsv[rows:1]", "ragcsv[rows:2]",
                    "ragcsv[rows:3]"}
-    result = pytester.runpytest("--ragbench", "--ragbench-systems=dense,mine", "--collect-only",
-                                "-q", "-p", "no:cacheprovider")
+    result = project.runpytest("--ragbench", "--ragbench-systems=dense,mine", "--collect-only",
+                               "-q", "-p", "no:cacheprovider")
     ids = {line.rpartition("::")[2] for line in result.stdout.lines if "::" in line}
     assert {"ragas[given]", "ragas[mine-port]", "ragcsv[mine-rows:1]", "ragas[dense-retrieve]",
             "ragas[mine-retrieve]"} <= ids
@@ -214,21 +211,21 @@ def test_items_that_do_not_depend_on_the_system_are_made_once(
 
 def test_registered_systems_without_answer_from_share_one_answer_and_are_not_compared(
         pytester: pytest.Pytester) -> None:
-    write_project(pytester, CONFTEST + REGISTERED, samples=(PORT, RETRIEVE))
-    result = pytester.runpytest_subprocess("--ragbench", "--ragbench-systems=one,two,mine",
-                                           "-p", "no:cacheprovider")
+    project = write_project(pytester, CONFTEST + REGISTERED, samples=(PORT, RETRIEVE))
+    result = project.runpytest_subprocess("--ragbench", "--ragbench-systems=one,two,mine",
+                                          "-p", "no:cacheprovider")
     result.assert_outcomes(passed=15)  # (2 samples + 3 rows) x 3 systems
-    log = calls(pytester)
+    log = calls(project)
     generated = sorted(c["question"] for c in log if c["who"] == "generator")
     # one and two have no answer_from: ragbench_llm answered each question once for both
     assert generated == sorted([PORT["question"], *(row[3] for row in ROWS)])
     assert len([c for c in log if c["who"] == "answer_from"]) == 4  # mine's own
-    found = items(pytester)
+    found = project.items_by_name()
     assert found["ragcsv[one-rows:1]"]["system_independent"] is True
     assert found["ragas[two-port]"]["system_independent"] is True
     assert found["ragcsv[mine-rows:1]"]["system_independent"] is False
     assert found["ragas[one-retrieve]"]["system_independent"] is False
-    results = json.loads((pytester.path / ".ragbench" / "results.json").read_text())
+    results = project.results()
     comparisons = results["comparisons"]
     # one vs two: only the sample that retrieves is compared; mine vs one: also nothing
     # answered by ragbench_llm
@@ -270,10 +267,9 @@ VECTOR_CASES = vector_cases(("one", "Who won the title?", "The Lakers.", "a.md")
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=["default", "xdist", "no-xdist"])
 def test_a_retriever_off_the_protocol_fails_once_at_setup(pytester: pytest.Pytester,
                                                           mode: tuple[str, ...]) -> None:
-    pytester.makeconftest(BAD_RETRIEVER)
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "vector.yaml").write_text(VECTOR_CASES)
-    result = pytester.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider", *mode)
+    project = RagbenchProject(pytester).conftest(BAD_RETRIEVER)
+    project.cases("vector.yaml", VECTOR_CASES)
+    result = project.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider", *mode)
     workers = 2 if mode == ("-n", "2") else 1
     # each worker stops after its first item; xdist reports the stop as an interruption
     assert result.ret == (pytest.ExitCode.INTERRUPTED if workers == 2
@@ -331,19 +327,17 @@ def ragbench_embedder():
 def test_an_overridden_retriever_with_index_is_indexed_with_the_corpus(
         pytester: pytest.Pytester) -> None:
     """The README's KeywordRetriever behind the embedded system: indexed once, then asked."""
-    pytester.makeconftest(RETRIEVER_CONFTEST)
-    (pytester.path / "components.py").write_text(interfaces_code())
-    corpus = pytester.mkdir("test_cases").joinpath("corpus")
-    corpus.mkdir()
-    (corpus / "paris.md").write_text("# Paris\n\nThe Eiffel Tower is in Paris.\n")
-    (corpus / "rome.md").write_text("# Rome\n\nThe Colosseum is in Rome.\n")
-    (pytester.path / "test_cases" / "vector.yaml").write_text(vector_cases(
+    project = RagbenchProject(pytester).conftest(RETRIEVER_CONFTEST)
+    (project.path / "components.py").write_text(interfaces_code())
+    project.corpus({"paris.md": "# Paris\n\nThe Eiffel Tower is in Paris.\n",
+                    "rome.md": "# Rome\n\nThe Colosseum is in Rome.\n"})
+    project.cases("vector.yaml", vector_cases(
         ("tower", "Where is the Eiffel Tower?", "In Paris.", "paris.md"),
         ("colosseum", "Where is the Colosseum?", "In Rome.", "rome.md")))
-    result = pytester.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider")
+    result = project.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
-    assert (pytester.path / "indexed.log").read_text().split() == ["2"]  # once, both documents
-    found = items(pytester)
+    assert (project.path / "indexed.log").read_text().split() == ["2"]  # once, both documents
+    found = project.items_by_name()
     for name, source in (("vector[tower]", "paris.md"), ("vector[colosseum]", "rome.md")):
         assert found[name]["metrics"]["source_hit@5"] == 1.0  # the embedded system's top_k
         assert found[name]["metrics"]["source_mrr"] == 1.0

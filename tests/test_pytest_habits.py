@@ -8,7 +8,8 @@ import json
 import pytest
 
 from pytest_ragbench.report.terminal import metrics_rows
-from tests.helpers import XDIST_MODES, make_scores_db
+from tests.helpers import XDIST_MODES
+from tests.project import RagbenchProject
 
 VECTOR = """kind: vector
 cases:
@@ -33,26 +34,26 @@ GATES = """[gates]
 """
 
 
-def _project(pytester: pytest.Pytester) -> None:
-    make_scores_db(pytester.path / "scores.db")
-    pytester.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n")
-    cases = pytester.mkdir("test_cases")
-    (cases / "vector.yaml").write_text(VECTOR)
-    (cases / "sql.yaml").write_text(SQL)
-    (cases / "rows.ragcsv.csv").write_text("Paris,\"[]\",,,Capital of France?\n")
-    beir = cases / "mini"
+def _project(pytester: pytest.Pytester) -> RagbenchProject:
+    project = RagbenchProject(pytester).ini(ragbench_db_url="sqlite:///scores.db")
+    project.scores_db()
+    project.cases("vector.yaml", VECTOR)
+    project.cases("sql.yaml", SQL)
+    project.cases("rows.ragcsv.csv", "Paris,\"[]\",,,Capital of France?\n")
+    beir = project.cases_dir() / "mini"
     (beir / "qrels").mkdir(parents=True)
     (beir / "corpus.jsonl").write_text(json.dumps({"_id": "d1", "text": "Paris."}) + "\n")
     (beir / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "Paris?"}) + "\n")
     (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
-    (cases / "ragbench.toml").write_text(GATES)
+    project.gates(GATES)
+    return project
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=["default", "xdist", "no-xdist"])
 def test_a_plain_run_names_what_waits_for_ragbench(pytester: pytest.Pytester,
                                                    mode: tuple[str, ...]) -> None:
-    _project(pytester)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *mode)
+    project = _project(pytester)
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", *mode)
     result.assert_outcomes(passed=1)  # sql_ground_truth[lakers]
     line = ("ragbench: 1 BEIR folder, 1 RAGCSV file and 2 vector cases become evaluation "
             "items only with --ragbench (run pytest --ragbench to evaluate them)")
@@ -60,26 +61,26 @@ def test_a_plain_run_names_what_waits_for_ragbench(pytester: pytest.Pytester,
 
 
 def test_no_line_when_nothing_waits(pytester: pytest.Pytester) -> None:
-    _project(pytester)
-    result = pytester.runpytest("--ragbench", "-p", "no:cacheprovider", "--collect-only")
+    project = _project(pytester)
+    result = project.runpytest("--ragbench", "-p", "no:cacheprovider", "--collect-only")
     assert "become evaluation items only with --ragbench" not in result.stdout.str()
     for name in ("vector.yaml", "rows.ragcsv.csv"):
-        (pytester.path / "test_cases" / name).unlink()
-    result = pytester.runpytest("-p", "no:cacheprovider", "--ignore=test_cases/mini")
+        (project.path / "test_cases" / name).unlink()
+    result = project.runpytest("-p", "no:cacheprovider", "--ignore=test_cases/mini")
     result.assert_outcomes(passed=1)
     assert "become evaluation items only with --ragbench" not in result.stdout.str()
 
 
 def test_a_k_subset_reports_only_the_kinds_that_ran(pytester: pytest.Pytester) -> None:
-    _project(pytester)
-    result = pytester.runpytest("--ragbench", "-p", "no:cacheprovider", "-k", "sql_ground_truth")
+    project = _project(pytester)
+    result = project.runpytest("--ragbench", "-p", "no:cacheprovider", "-k", "sql_ground_truth")
     result.assert_outcomes(passed=1, deselected=5)
     output = result.stdout.str()
     section = output.split("= ragbench =", 1)[1].split("report: ", 1)[0]
     # one item is below the gates' minimum n: the gate is listed, not checked
     assert "gate sql_ground_truth.match >= 1: not checked: n too small" in section
     assert "vector" not in section and "ragcsv" not in section and "beir" not in section
-    results = json.loads((pytester.path / ".ragbench" / "results.json").read_text())
+    results = project.results()
     assert set(results["metrics"]) == {"sql_ground_truth"}
     assert [g["gate"] for g in results["gates"]] == ["sql_ground_truth.match"]
 

@@ -17,6 +17,7 @@ pytest.importorskip("qdrant_client", reason="needs the extra 'qdrant'")
 pytest.importorskip("faiss", reason="needs the extra 'embed'")
 
 from tests.conftest import REPO_ROOT
+from tests.project import RagbenchProject
 from tests.qdrant_support import shared_embedding_cache  # noqa: F401 (a fixture)
 
 BUNDLED = REPO_ROOT / "test_cases" / "beir" / "nba_mini"
@@ -48,29 +49,27 @@ cases:
 """
 
 
-def _project(pytester: pytest.Pytester, memory: bool = False) -> None:
-    cases = pytester.mkdir("test_cases")
-    shutil.copytree(BUNDLED, cases / "beir" / "nba_mini")
-    shutil.copy(REPO_ROOT / "test_cases" / "ragbench.toml", cases / "ragbench.toml")
+def _project(pytester: pytest.Pytester, memory: bool = False) -> RagbenchProject:
+    project = RagbenchProject(pytester)
+    shutil.copytree(BUNDLED, project.cases_dir() / "beir" / "nba_mini")
+    project.gates((REPO_ROOT / "test_cases" / "ragbench.toml").read_text(encoding="utf-8"))
     if memory:
-        shutil.copy(REPO_ROOT / "test_cases" / "memory_scenarios.yaml", cases)
-        (cases / "filtered_memory.yaml").write_text(FILTERED_MEMORY)
+        shutil.copy(REPO_ROOT / "test_cases" / "memory_scenarios.yaml", project.cases_dir())
+        project.cases("filtered_memory.yaml", FILTERED_MEMORY)
+    return project
 
 
-def _run(pytester: pytest.Pytester, cache: Path, report: str, *args: str) -> Any:
-    return pytester.runpytest_subprocess(
-        "--ragbench", "-p", "no:cacheprovider", f"--ragbench-cache={cache}",
-        f"--ragbench-report={report}", *args)
+def _run(project: RagbenchProject, cache: Path, report: str, *args: str) -> Any:
+    return project.run("--ragbench", "-p", "no:cacheprovider", f"--ragbench-cache={cache}",
+                       f"--ragbench-report={report}", *args, subprocess=True)
 
 
-def _items(pytester: pytest.Pytester, report: str) -> dict[tuple[str | None, str], dict]:
-    lines = (pytester.path / report / "items.jsonl").read_text().splitlines()
-    return {(r["system"], r["case_id"]): r for r in map(json.loads, lines)}
+def _items(project: RagbenchProject, report: str) -> dict[tuple[str | None, str], dict]:
+    return {(r["system"], r["case_id"]): r for r in project.items(report)}
 
 
-def _beir(pytester: pytest.Pytester, report: str) -> dict[str, Any]:
-    results = json.loads((pytester.path / report / "results.json").read_text())
-    beir: dict[str, Any] = results["beir"]["nba_mini"]
+def _beir(project: RagbenchProject, report: str) -> dict[str, Any]:
+    beir: dict[str, Any] = project.results(report)["beir"]["nba_mini"]
     return beir
 
 
@@ -82,12 +81,12 @@ def _ndcg(items: dict[tuple[str | None, str], dict], system: str | None) -> dict
 
 def test_bundled_beir_through_qdrant_equals_faiss_and_reuses_its_collection(
         pytester: pytest.Pytester, shared_embedding_cache: Path) -> None:  # noqa: F811
-    _project(pytester)
-    storage = pytester.path / "qdrant"
+    project = _project(pytester)
+    storage = project.path / "qdrant"
     # 1. FAISS and Qdrant side by side: built-in systems, one local-mode folder.
-    _run(pytester, shared_embedding_cache, "r1", f"--ragbench-qdrant-path={storage}",
+    _run(project, shared_embedding_cache, "r1", f"--ragbench-qdrant-path={storage}",
                  "--ragbench-systems=dense,qdrant_dense,hybrid,qdrant")
-    items = _items(pytester, "r1")
+    items = _items(project, "r1")
     assert len(items) == 34 * 4
     dense, qdrant_dense = _ndcg(items, "dense"), _ndcg(items, "qdrant_dense")
     assert dense.keys() == qdrant_dense.keys() and len(dense) == 34
@@ -95,7 +94,7 @@ def test_bundled_beir_through_qdrant_equals_faiss_and_reuses_its_collection(
         assert qdrant_dense[case] == pytest.approx(dense[case], abs=1e-6), case
     hybrid, qdrant = _ndcg(items, "hybrid"), _ndcg(items, "qdrant")
     assert abs(sum(qdrant.values()) - sum(hybrid.values())) / 34 <= 0.01
-    beir = _beir(pytester, "r1")
+    beir = _beir(project, "r1")
     assert beir["dense"]["metrics"]["nDCG@10"] == \
         pytest.approx(beir["qdrant_dense"]["metrics"]["nDCG@10"], abs=1e-6)
     described = beir["qdrant_dense"]["retriever"] + beir["qdrant"]["retriever"]
@@ -103,7 +102,7 @@ def test_bundled_beir_through_qdrant_equals_faiss_and_reuses_its_collection(
     assert "reused (337 documents, no upload)" in described  # the other mode, same collection
 
     # 2. The plain run with the path: Qdrant's hybrid for BEIR, the collection reused.
-    second = _run(pytester, shared_embedding_cache, "r2", f"--ragbench-qdrant-path={storage}")
+    second = _run(project, shared_embedding_cache, "r2", f"--ragbench-qdrant-path={storage}")
     second.assert_outcomes(passed=34)
     assert second.ret == pytest.ExitCode.OK  # the bundled gates hold
     second.stdout.fnmatch_lines(["*retrieved by Qdrant hybrid: dense sentence-transformers/"
@@ -112,13 +111,13 @@ def test_bundled_beir_through_qdrant_equals_faiss_and_reuses_its_collection(
                                  "(337 documents, no upload)"])
     # Tied scores (frequent in this templated corpus) come back in the engine's order; a
     # local folder is searched as reloaded from the start, so a reused one ranks alike.
-    assert _ndcg(_items(pytester, "r2"), None) == pytest.approx(qdrant, abs=1e-9)
+    assert _ndcg(_items(project, "r2"), None) == pytest.approx(qdrant, abs=1e-9)
 
     # 3. Under pytest-xdist each worker builds its own folder, with the first run's numbers.
-    third = _run(pytester, shared_embedding_cache, "r3", f"--ragbench-qdrant-path={storage}",
+    third = _run(project, shared_embedding_cache, "r3", f"--ragbench-qdrant-path={storage}",
                  "-n", "2")
     third.assert_outcomes(passed=34)
-    assert _ndcg(_items(pytester, "r3"), None) == pytest.approx(qdrant, abs=1e-9)
+    assert _ndcg(_items(project, "r3"), None) == pytest.approx(qdrant, abs=1e-9)
     assert sorted(p.name for p in storage.iterdir() if p.name.startswith("gw")) == \
         ["gw0", "gw1"]
 
@@ -129,7 +128,7 @@ def test_bundled_beir_through_qdrant_equals_faiss_and_reuses_its_collection(
     (name,) = [c.name for c in client.get_collections().collections]
     client.delete(name, points_selector=models.PointIdsList(points=[0]))
     client.close()
-    fourth = _run(pytester, shared_embedding_cache, "r4", f"--ragbench-qdrant-path={storage}")
+    fourth = _run(project, shared_embedding_cache, "r4", f"--ragbench-qdrant-path={storage}")
     fourth.assert_outcomes(failed=34)
     fourth.stdout.fnmatch_lines([
         f"collection '{name}' at local mode {storage} does not match this corpus: it holds "
@@ -142,20 +141,20 @@ def test_bundled_beir_through_qdrant_equals_faiss_and_reuses_its_collection(
 
 def test_max_docs_and_memory_scenarios_through_qdrant(
         pytester: pytest.Pytester, shared_embedding_cache: Path) -> None:  # noqa: F811
-    _project(pytester, memory=True)
+    project = _project(pytester, memory=True)
     corpus = (BUNDLED / "corpus.jsonl").read_text().splitlines()
     kept = {json.loads(line)["_id"] for line in corpus[:100]}
     # FAISS and Qdrant in memory (no flag), the embedded memory store.
-    plain = _run(pytester, shared_embedding_cache, "a", "--ragbench-max-docs=100",
+    plain = _run(project, shared_embedding_cache, "a", "--ragbench-max-docs=100",
                  "--ragbench-systems=dense,qdrant_dense")
-    a = _items(pytester, "a")
+    a = _items(project, "a")
     dense, qdrant_dense = _ndcg(a, "dense"), _ndcg(a, "qdrant_dense")
     assert 0 < len(dense) < 34 and dense.keys() == qdrant_dense.keys()
     assert dense == pytest.approx(qdrant_dense, abs=1e-6)
     # --ragbench-qdrant-path: the BEIR retriever and the memory store are Qdrant's.
-    pointed = _run(pytester, shared_embedding_cache, "b", "--ragbench-max-docs=100",
+    pointed = _run(project, shared_embedding_cache, "b", "--ragbench-max-docs=100",
                    "--ragbench-qdrant-path=:memory:")
-    b = _items(pytester, "b")
+    b = _items(project, "b")
     for result in (plain, pointed):
         assert "Traceback" not in result.stdout.str()
 
@@ -169,7 +168,7 @@ def test_max_docs_and_memory_scenarios_through_qdrant(
     assert unscored and all(
         "no relevant document among the documents indexed (--ragbench-max-docs 100: indexed "
         "the first 100 of 337 documents; " in r["unscored"]["nDCG@10"] for r in unscored)
-    beir = _beir(pytester, "b")[""]
+    beir = _beir(project, "b")[""]
     assert "--ragbench-max-docs 100: indexed the first 100 of 337 documents; " in \
         beir["retriever"] and "judgments name other documents and were dropped" in \
         beir["retriever"] and beir["retriever"].startswith("Qdrant hybrid")

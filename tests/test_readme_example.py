@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.project import RagbenchProject
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 MYAPP = '''
@@ -51,16 +53,14 @@ def readme_conftest() -> str:
 def test_the_readme_override_is_what_answers(pytester: pytest.Pytester) -> None:
     code = readme_conftest()
     assert len([line for line in code.splitlines() if line.strip()]) <= 14
-    pytester.makeconftest(code)
-    pytester.makepyfile(myapp=MYAPP)
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "cases.yaml").write_text(CASES)
-    pytester.makeini("[pytest]\nragbench_db_url = sqlite://\n")
-    result = pytester.runpytest("--ragbench", "-p", "no:cacheprovider", "-k", "sql[")
+    project = RagbenchProject(pytester).conftest(code).ini(ragbench_db_url="sqlite://")
+    project.makepyfile(myapp=MYAPP)
+    project.cases("cases.yaml", CASES)
+    result = project.runpytest("--ragbench", "-p", "no:cacheprovider", "-k", "sql[")
     # The app's answer states 51.5 (it always quotes the Lakers document): one pass, one fail.
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*From my app: The Lakers average*"])
-    calls = [json.loads(line) for line in (pytester.path / "calls.jsonl").read_text().splitlines()]
+    calls = [json.loads(line) for line in (project.path / "calls.jsonl").read_text().splitlines()]
     asked = {c.get("generate") for c in calls} - {None}
     assert asked == {"What is the Lakers' average field goal percentage?",
                      "What is the Celtics' average field goal percentage?"}

@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.llama_server import LlamaServer, llama_server  # noqa: F401  (the fixture)
+from tests.project import RagbenchProject
 
 # Reasons that belong to a metric itself: ragas finds its score undefined (NaN) when the
 # judge lists no statements. Anything else (a timeout, a refused format, a reply that is
@@ -27,40 +28,38 @@ OWN_REASONS = ("the judge found no statements in the answer",
                "the judge classified no statements of the reference")
 SAMPLES = ("ct_rookie_of_year_2024", "ct_in_season_tournament_prize")
 ANSWER = "Victor Wembanyama won the 2024 Rookie of the Year award. The vote was unanimous."
-def _project(pytester: pytest.Pytester) -> None:
+
+
+def _project(pytester: pytest.Pytester) -> RagbenchProject:
     """Two ragas samples and two RAGCSV rows from the bundled cases."""
-    cases = pytester.mkdir("test_cases")
+    project = RagbenchProject(pytester)
     bundled = {s["id"]: s for s in map(json.loads, (REPO_ROOT / "test_cases" /
                                                     "ragas_samples.jsonl").open())}
     given = {**bundled[SAMPLES[0]], "answer": ANSWER}
     asked = dict(bundled[SAMPLES[1]])  # contexts only: the server answers as generator
     for sample in (given, asked):
         sample["contexts"] = sample["contexts"][:1]
-    (cases / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in (given, asked)))
+    project.cases("samples.jsonl", [given, asked])
     rows = (REPO_ROOT / "test_cases" / "nba_qa.ragcsv.csv").read_text().splitlines(True)[:2]
-    (cases / "nba.ragcsv.csv").write_text("".join(rows))
-
-
-def _items(pytester: pytest.Pytester) -> dict[str, dict[str, Any]]:
-    lines = (pytester.path / ".ragbench" / "items.jsonl").read_text().splitlines()
-    return {item["case_id"]: item for item in map(json.loads, lines)}
+    project.cases("nba.ragcsv.csv", "".join(rows))
+    return project
 
 
 def test_judged_items_through_llama_cpp_servers_own_server(
         pytester: pytest.Pytester, llama_server: LlamaServer) -> None:  # noqa: F811
-    _project(pytester)
+    project = _project(pytester)
     args = ("--ragbench", "-q", "-p", "no:cacheprovider", "--ragbench-cache=cache",
             "--ragbench-llm-url", llama_server.url, "--ragbench-judge-url", llama_server.url,
             "--ragbench-concurrency", "1",
             # one request at a time on a shared machine: give a slow reply time to arrive
             "--ragbench-timeout=900")
     before = llama_server.statuses()
-    result = pytester.runpytest_subprocess(*args)
+    result = project.runpytest_subprocess(*args)
     after = llama_server.statuses()
     result.assert_outcomes(passed=4)  # no item thresholds: the scores are recorded
     output = result.stdout.str()
-    items = _items(pytester)
-    results = json.loads((pytester.path / ".ragbench" / "results.json").read_text())
+    items = project.items_by_case()
+    results = project.results()
 
     # Every judged value is scored, or undefined by the metric itself.
     judged = 0
@@ -95,11 +94,11 @@ def test_judged_items_through_llama_cpp_servers_own_server(
         assert f"FAILED judged metric {name}: " in output
 
     # A rerun asks the server nothing: every reply comes from the cache.
-    again = pytester.runpytest_subprocess(*args)
+    again = project.runpytest_subprocess(*args)
     again.assert_outcomes(passed=4)
     assert llama_server.statuses() == after
     def scores(found: dict[str, dict[str, Any]]) -> dict[str, Any]:
         return {case: ({m: v for m, v in item["metrics"].items() if m != "total_time_ms"},
                        item["unscored"]) for case, item in found.items()}
 
-    assert scores(_items(pytester)) == scores(items)  # (model time is 0 from the cache)
+    assert scores(project.items_by_case()) == scores(items)  # (model time is 0 from the cache)

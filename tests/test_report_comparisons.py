@@ -12,11 +12,9 @@ significant.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.test_report_support import results
+from tests.project import RagbenchProject
 
 SYSTEMS = ("perfect", "s1", "s2", "s3", "s4", "s5", "s6", "wrong")
 CASES = 30
@@ -90,7 +88,7 @@ WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel
          "juliet", "kilo", "lima", "mike", "november", "oscar", "papa")
 
 
-def _project(pytester: pytest.Pytester) -> None:
+def _project(pytester: pytest.Pytester) -> RagbenchProject:
     cases, answers = [], {}
     for i in range(CASES):
         truth = " ".join(WORDS[(i + k) % len(WORDS)] for k in range(3 + i % 4))
@@ -99,19 +97,17 @@ def _project(pytester: pytest.Pytester) -> None:
         cases.append({"id": f"q{i:02d}", "kind": "quiz", "question": question,
                       "ground_truth": truth, "metadata": {"relevant": relevant}})
         answers[question] = [truth, relevant]
-    pytester.makeconftest(f"ANSWERS = {answers!r}\n" + CONFTEST)
-    (pytester.path / "quiz_runner.py").write_text(RUNNER)
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "quiz.jsonl").write_text(
-        "".join(json.dumps(c) + "\n" for c in cases))
-    pytester.makeini("[pytest]\n")
+    project = RagbenchProject(pytester).conftest(f"ANSWERS = {answers!r}\n" + CONFTEST).ini()
+    (project.path / "quiz_runner.py").write_text(RUNNER)
+    project.cases("quiz.jsonl", cases)
+    return project
 
 
 def test_eight_systems_find_perfect_vs_wrong_on_every_metric(pytester: pytest.Pytester) -> None:
-    _project(pytester)
-    result = pytester.runpytest("--ragbench", "--ragbench-systems", ",".join(SYSTEMS))
+    project = _project(pytester)
+    result = project.runpytest("--ragbench", "--ragbench-systems", ",".join(SYSTEMS))
     result.assert_outcomes(passed=len(SYSTEMS) * CASES)
-    data = results(pytester)
+    data = project.results()
     assert len(data["comparisons"]) == 28
     family = [c for kinds in data["comparisons"].values() for c in kinds["quiz"].values()]
     assert len(family) == 280 and all(c["holm_family"] == 280 for c in family)

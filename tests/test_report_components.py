@@ -13,7 +13,7 @@ import re
 import pytest
 
 from tests.helpers import XDIST_MODES
-from tests.test_report_support import items_jsonl, make_toy_project, results
+from tests.toy_project import make_toy_project
 
 MODE_IDS = ["plain", "n2", "no-xdist"]
 SLOW_SYSTEM = '''
@@ -44,36 +44,36 @@ SlowApp.describe = lambda self: "my app: hybrid search + a 3B model"
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_a_system_without_describe_is_named_by_class_and_module(
         pytester: pytest.Pytester, mode: tuple[str, ...]) -> None:
-    make_toy_project(pytester, 4, conftest=SLOW_SYSTEM)
-    pytester.runpytest("--ragbench", *mode).assert_outcomes(passed=4)
-    assert results(pytester)["components"]["system"] == "SlowApp (conftest)"
-    page = (pytester.path / ".ragbench" / "report.html").read_text()
+    project = make_toy_project(pytester, 4, conftest=SLOW_SYSTEM)
+    project.runpytest("--ragbench", *mode).assert_outcomes(passed=4)
+    assert project.results()["components"]["system"] == "SlowApp (conftest)"
+    page = project.html()
     assert "<td>system</td><td>SlowApp (conftest)</td>" in page
 
 
 def test_describe_names_the_system(pytester: pytest.Pytester) -> None:
-    make_toy_project(pytester, 2, conftest=DESCRIBED)
-    result = pytester.runpytest("--ragbench")
+    project = make_toy_project(pytester, 2, conftest=DESCRIBED)
+    result = project.runpytest("--ragbench")
     result.stdout.fnmatch_lines(["components:", "*  system: my app: hybrid search + a 3B model"])
 
 
 def test_service_time_leaves_out_the_wait_for_a_prefetch_slot(
         pytester: pytest.Pytester) -> None:
     """Five answers of 0.2 s one at a time: the last waits 0.8 s for its turn, not counted."""
-    make_toy_project(pytester, 5, conftest=SLOW_SYSTEM)
-    result = pytester.runpytest("--ragbench", "--ragbench-concurrency=1", "-p", "no:xdist")
+    project = make_toy_project(pytester, 5, conftest=SLOW_SYSTEM)
+    result = project.runpytest("--ragbench", "--ragbench-concurrency=1", "-p", "no:xdist")
     result.assert_outcomes(passed=5)
-    times = [i["usage"]["system"]["service_s"][0] for i in items_jsonl(pytester)]
+    times = [i["usage"]["system"]["service_s"][0] for i in project.items()]
     assert len(times) == 5
     # each call takes 0.2 s; the answers were prefetched one after another, so from the
     # moment they were asked for, the last one came 1 s later
     assert all(0.19 <= t < 0.5 for t in times), times
-    usage = results(pytester)["usage"]["system"]
+    usage = project.results()["usage"]["system"]
     assert usage["service_n"] == 5 and 0.19 <= usage["service_p50_s"] < 0.5
     assert usage["latency_p50_s"] == pytest.approx(9.0)  # what the system reported
-    traces = [i["answers"][0] for i in items_jsonl(pytester)]
+    traces = [i["answers"][0] for i in project.items()]
     assert all(t["latency_s"] == 9.0 and 0.19 <= t["service_s"] < 0.5 for t in traces)
-    page = (pytester.path / ".ragbench" / "report.html").read_text()
+    page = project.html()
     row = re.search(r"<td>system</td><td>SlowApp \(conftest\)</td><td>([^<]*)</td><td>([^<]*)"
                     r"</td>", page)
     assert row and row.group(2) == "9.00 s / 9.00 s" and row.group(1).endswith("ms")

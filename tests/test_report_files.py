@@ -16,7 +16,7 @@ from pytest_ragbench.metrics import read_qrels, read_run
 from pytest_ragbench.records import ItemRecord
 from pytest_ragbench.report import beir, document, files, runs
 from tests.conftest import REPO_ROOT, oracle_file
-from tests.test_report_support import make_toy_project, report_files
+from tests.toy_project import make_toy_project, report_files
 
 APPENDER = """
 import sys
@@ -62,24 +62,23 @@ def test_concurrent_leaderboard_appends_never_interleave_or_lose_rows(tmp_path: 
 
 def test_concurrent_sessions_share_one_report_dir(pytester: pytest.Pytester) -> None:
     """Four pytest sessions at once, one report dir: every row arrives, each run's together."""
-    make_toy_project(pytester, 8)
+    project = make_toy_project(pytester, 8)
     command = [sys.executable, "-m", "pytest", "--ragbench", "-p", "no:cacheprovider",
                "--ragbench-report", "shared", "--ragbench-save", "ci"]
-    processes = [subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.PIPE,
+    processes = [subprocess.Popen(command, cwd=project.path, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True) for _ in range(4)]
     outputs = [p.communicate(timeout=600)[0] for p in processes]
     assert [p.returncode for p in processes] == [0] * 4, outputs
     assert not any("could not write the report" in out for out in outputs)
-    folder = pytester.path / "shared"
-    with (folder / "leaderboard.csv").open(newline="") as handle:
-        rows = list(csv.reader(handle))
+    folder = project.report_dir("shared")
+    rows = project.leaderboard_rows("shared")
     assert rows[0] == list(files.LEADERBOARD_COLUMNS)
     run_ids = [row[1] for row in rows[1:]]
     assert len(set(run_ids)) == 4
     per_run = len(run_ids) // 4
     assert per_run == 2 and len(run_ids) == 8  # toy.exact_match and toy.token_f1
     assert all(len(set(run_ids[i:i + per_run])) == 1 for i in range(0, 8, per_run))
-    results = json.loads((folder / "results.json").read_text())
+    results = project.results("shared")
     assert results["run"]["id"] in run_ids and len(results["items"]) == 8
     assert [n for n, _, _ in runs.saved_runs(folder)] == [1, 2, 3, 4]
     assert not [p.name for p in folder.rglob("*") if p.name.endswith(".tmp")]
@@ -166,18 +165,18 @@ SECRETS = ("sk-llm-secret-1234", "sk-judge-secret-5678", "db-secret-9012", "url-
 
 def test_no_secret_reaches_any_report_file(pytester: pytest.Pytester,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    make_toy_project(pytester, 6)
-    pytester.makeini("[pytest]\nragbench_dbs =\n"
-                     f"    warehouse=postgresql://bob:{SECRETS[2]}@db.example/sales\n")
+    project = make_toy_project(pytester, 6)
+    project.makeini("[pytest]\nragbench_dbs =\n"
+                    f"    warehouse=postgresql://bob:{SECRETS[2]}@db.example/sales\n")
     monkeypatch.setenv("RAGBENCH_LLM_API_KEY", SECRETS[0])
     monkeypatch.setenv("RAGBENCH_JUDGE_API_KEY", SECRETS[1])
-    result = pytester.runpytest(
+    result = project.runpytest(
         "--ragbench", "--ragbench-save", "secret-check",
         "--ragbench-llm-url", f"http://alice:{SECRETS[3]}@127.0.0.1:9/v1",
         "--ragbench-db-url", f"postgresql://carol:{SECRETS[2]}@db.example/main",
         "--junitxml", "report/junit.xml")
     result.assert_outcomes(passed=6)
-    written = [*report_files(pytester.path / ".ragbench"), pytester.path / "report/junit.xml"]
+    written = [*report_files(project.report_dir()), project.path / "report/junit.xml"]
     names = {p.name for p in written}
     assert {"results.json", "items.jsonl", "leaderboard.csv", "report.html",
             "0001_secret-check.json", "junit.xml"} <= names
@@ -187,6 +186,6 @@ def test_no_secret_reaches_any_report_file(pytester: pytest.Pytester,
             assert secret not in text, f"{secret} in {path}"
     for secret in SECRETS:
         assert secret not in result.stdout.str() + result.stderr.str()
-    config = json.loads((pytester.path / ".ragbench" / "results.json").read_text())["config"]
+    config = project.results()["config"]
     assert config["llm_url"] == "http://alice:***@127.0.0.1:9/v1"
     assert config["dbs"]["warehouse"] == "postgresql://bob:***@db.example/sales"

@@ -7,13 +7,14 @@ import json
 import pytest
 
 from tests.helpers import XDIST_MODES
-from tests.test_report_support import make_toy_project, results
+from tests.project import RagbenchProject
+from tests.toy_project import make_toy_project
 
 MODE_IDS = ["plain", "n2", "no-xdist"]
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
+def project(pytester: pytest.Pytester) -> RagbenchProject:
     """40 toy cases; the toy kind has no item thresholds, so only the session can fail."""
     return make_toy_project(pytester, 40)
 
@@ -24,7 +25,7 @@ def _failures(output: str) -> list[str]:
 
 
 def test_regression_fails_the_session_and_an_unchanged_rerun_stays_quiet(
-        project: pytest.Pytester) -> None:
+        project: RagbenchProject) -> None:
     saved = project.runpytest("--ragbench", "--ragbench-save", "main")
     assert saved.ret == pytest.ExitCode.OK
     assert (project.path / ".ragbench" / "runs" / "0001_main.json").is_file()
@@ -40,7 +41,7 @@ def test_regression_fails_the_session_and_an_unchanged_rerun_stays_quiet(
     assert "worse than baseline 0001_main: delta -" in lines[1]
     assert "95% CI [-" in lines[1] and "(Holm, randomization)" in lines[1]
     assert "(Holm, mcnemar)" in lines[0]
-    compared = results(project)["comparisons"]["current_vs_baseline"]["toy"]
+    compared = project.results()["comparisons"]["current_vs_baseline"]["toy"]
     assert compared["token_f1"]["worse"] and compared["token_f1"]["ci_high"] < 0
 
     (project.path / "degrade.txt").unlink()
@@ -48,14 +49,14 @@ def test_regression_fails_the_session_and_an_unchanged_rerun_stays_quiet(
                              "--ragbench-fail-on", "regression", "--ragbench-save", "main")
     assert same.ret == pytest.ExitCode.OK
     assert _failures(same.stdout.str()) == []
-    unchanged = results(project)["comparisons"]["current_vs_baseline"]["toy"]["token_f1"]
+    unchanged = project.results()["comparisons"]["current_vs_baseline"]["toy"]["token_f1"]
     assert unchanged["delta"] == 0 and not unchanged["significant"]
     same.stdout.fnmatch_lines(["baseline: 0001_main (run *): 40 items paired, 0 new, 0 missing",
                                "current_vs_baseline * toy * token_f1 * randomization * 40 *"])
     assert (project.path / ".ragbench" / "runs" / "0002_main.json").is_file()
 
 
-def test_without_fail_on_a_regression_is_reported_not_fatal(project: pytest.Pytester) -> None:
+def test_without_fail_on_a_regression_is_reported_not_fatal(project: RagbenchProject) -> None:
     project.runpytest("--ragbench", "--ragbench-save", "main")
     (project.path / "degrade.txt").write_text("x")
     path = project.path / ".ragbench" / "runs" / "0001_main.json"
@@ -65,12 +66,12 @@ def test_without_fail_on_a_regression_is_reported_not_fatal(project: pytest.Pyte
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
-def test_gate_on_the_ci_lower_bound(project: pytest.Pytester, mode: tuple[str, ...]) -> None:
+def test_gate_on_the_ci_lower_bound(project: RagbenchProject, mode: tuple[str, ...]) -> None:
     project.runpytest("--ragbench", *mode)
-    healthy = results(project)["metrics"]["toy"]["token_f1"]
+    healthy = project.results()["metrics"]["toy"]["token_f1"]
     (project.path / "degrade.txt").write_text("x")
     project.runpytest("--ragbench", *mode)
-    degraded = results(project)["metrics"]["toy"]["token_f1"]
+    degraded = project.results()["metrics"]["toy"]["token_f1"]
     assert degraded["ci_high"] < healthy["ci_gate_low"] <= healthy["ci_low"]
     # A bound between the degraded interval and the healthy one's gate bound.
     bound = round((degraded["ci_high"] + healthy["ci_gate_low"]) / 2, 3)
@@ -80,7 +81,7 @@ def test_gate_on_the_ci_lower_bound(project: pytest.Pytester, mode: tuple[str, .
     fired = project.runpytest("--ragbench", "--ragbench-gate", "ci-lower", *mode)
     assert fired.ret == pytest.ExitCode.TESTS_FAILED
     (line,) = _failures(fired.stdout.str())
-    cell = results(project)["metrics"]["toy"]["token_f1"]
+    cell = project.results()["metrics"]["toy"]["token_f1"]
     low, high, checked = cell["ci_low"], cell["ci_high"], cell["ci_gate_low"]
     assert line.startswith(f"FAILED gate toy.token_f1 >= {bound:g}: MISSED (95% CI lower bound "
                            f"{checked:.4g} ({cell['ci_gate_method']}); mean ")
@@ -93,9 +94,9 @@ def test_gate_on_the_ci_lower_bound(project: pytest.Pytester, mode: tuple[str, .
     quiet.stdout.fnmatch_lines([f"gate toy.token_f1 >= {bound:g}: passed (95% CI lower bound*"])
 
 
-def test_mean_gate_is_looser_than_the_ci_lower_gate(project: pytest.Pytester) -> None:
+def test_mean_gate_is_looser_than_the_ci_lower_gate(project: RagbenchProject) -> None:
     project.runpytest("--ragbench")
-    cell = results(project)["metrics"]["toy"]["token_f1"]
+    cell = project.results()["metrics"]["toy"]["token_f1"]
     bound = round((cell["ci_low"] + cell["mean"]) / 2, 4)
     assert cell["ci_low"] < bound < cell["mean"]
     (project.path / "pyproject.toml").write_text(
@@ -104,17 +105,17 @@ def test_mean_gate_is_looser_than_the_ci_lower_gate(project: pytest.Pytester) ->
     assert project.runpytest("--ragbench").ret == pytest.ExitCode.OK
     on_bound = project.runpytest("--ragbench", "--ragbench-gate", "ci-lower")
     assert on_bound.ret == pytest.ExitCode.TESTS_FAILED
-    gates = {g["gate"]: g["passed"] for g in results(project)["gates"]}
+    gates = {g["gate"]: g["passed"] for g in project.results()["gates"]}
     assert gates == {"toy.token_f1": False, "toy.token_f1[category=lookup]": True}
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_several_systems_are_compared_pairwise(pytester: pytest.Pytester,
                                                mode: tuple[str, ...]) -> None:
-    make_toy_project(pytester, 30)
-    result = pytester.runpytest("--ragbench", "--ragbench-systems", "exact,terse,halves", *mode)
+    project = make_toy_project(pytester, 30)
+    result = project.runpytest("--ragbench", "--ragbench-systems", "exact,terse,halves", *mode)
     result.assert_outcomes(passed=90)
-    data = results(pytester)
+    data = project.results()
     assert list(data["comparisons"]) == ["exact_vs_terse", "exact_vs_halves", "terse_vs_halves"]
     exact_vs_halves = data["comparisons"]["exact_vs_halves"]["toy"]["token_f1"]
     per_system = data["metrics"]["toy"]["token_f1"]["systems"]
@@ -141,7 +142,7 @@ def test_several_systems_are_compared_pairwise(pytester: pytest.Pytester,
     ])
 
 
-def test_usage_errors_name_the_problem(project: pytest.Pytester) -> None:
+def test_usage_errors_name_the_problem(project: RagbenchProject) -> None:
     bad_name = project.runpytest("--ragbench", "--ragbench-save", "../x")
     assert bad_name.ret == pytest.ExitCode.USAGE_ERROR
     bad_name.stderr.fnmatch_lines(["*--ragbench-save '../x': use letters*"])
@@ -155,8 +156,8 @@ def test_usage_errors_name_the_problem(project: pytest.Pytester) -> None:
     assert not (project.path / ".ragbench").exists()
 
 
-def test_saved_run_holds_the_whole_document(project: pytest.Pytester) -> None:
+def test_saved_run_holds_the_whole_document(project: RagbenchProject) -> None:
     project.runpytest("--ragbench", "--ragbench-save", "nightly")
     saved = json.loads((project.path / ".ragbench/runs/0001_nightly.json").read_text())
-    assert saved["metrics"] == results(project)["metrics"]
+    assert saved["metrics"] == project.results()["metrics"]
     assert len(saved["items"]) == 40

@@ -21,8 +21,8 @@ import pytest
 from matplotlib import image as mpimage
 
 from tests.browser import browser, require_chromium
-from tests.helpers import make_scores_db
-from tests.test_report_support import items_jsonl, make_toy_project
+from tests.project import RagbenchProject
+from tests.toy_project import make_toy_project
 
 SQL_CASES = """
 kind: sql
@@ -43,28 +43,28 @@ FAILING = "test_cases/scores.yaml::sql_ground_truth[heat]"
 
 
 @pytest.fixture(scope="module")
-def report_page(pytester_module: Path) -> Path:
-    return pytester_module / ".ragbench" / "report.html"
+def report_page(html_project: RagbenchProject) -> Path:
+    return html_project.report_dir() / "report.html"
 
 
 @pytest.fixture(scope="module")
-def pytester_module(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def html_project(tmp_path_factory: pytest.TempPathFactory) -> RagbenchProject:
     """One project for the module: two runs (a baseline, then a worse one)."""
-    folder = tmp_path_factory.mktemp("html")
-    runner = _Runner(folder)
-    make_toy_project(runner, 30, ini="[pytest]\nragbench_db_url = sqlite:///scores.db\n",
-                     pyproject=GATES)
-    make_scores_db(folder / "scores.db")
-    (folder / "test_cases" / "scores.yaml").write_text(SQL_CASES)
+    runner = _Runner(tmp_path_factory.mktemp("html"))
+    project = make_toy_project(runner, 30,  # type: ignore[arg-type]  # a folder, not pytester
+                               ini="[pytest]\nragbench_db_url = sqlite:///scores.db\n",
+                               pyproject=GATES)
+    project.scores_db()
+    project.cases("scores.yaml", SQL_CASES)
     runner.run("--ragbench", "--ragbench-systems=exact,terse", "--ragbench-save=a")
-    (folder / "degrade.txt").write_text("x")
+    (project.path / "degrade.txt").write_text("x")
     runner.run("--ragbench", "--ragbench-systems=exact,terse", "--ragbench-compare=a",
                "--ragbench-fail-on=regression")
-    return folder
+    return project
 
 
 class _Runner:
-    """Enough of ``pytester`` for make_toy_project, in a module-scoped folder."""
+    """Enough of ``pytester`` for a module-scoped project (pytester is function-scoped)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -110,8 +110,9 @@ def _items_json(page: str) -> dict[str, Any]:
     return data
 
 
-def test_page_is_self_contained_and_reads_from_the_verdict_down(report_page: Path) -> None:
-    page = report_page.read_text(encoding="utf-8")
+def test_page_is_self_contained_and_reads_from_the_verdict_down(
+        html_project: RagbenchProject) -> None:
+    page = html_project.html()
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
     assert "<link" not in page and "@import" not in page and "url(" not in page
     assert not re.search(r"<script[^>]*\ssrc=", page)
@@ -121,7 +122,7 @@ def test_page_is_self_contained_and_reads_from_the_verdict_down(report_page: Pat
                                                "id=comparisons", "id=plots", "id=items",
                                                "id=components")]
     assert order == sorted(order)
-    results = json.loads((report_page.parent / "results.json").read_text())
+    results = html_project.results()
     missed = sum(g["passed"] is False for g in results["gates"])
     regressions = len(results["regressions"])
     assert missed >= 2 and regressions >= 1
@@ -141,7 +142,7 @@ def test_page_is_self_contained_and_reads_from_the_verdict_down(report_page: Pat
     assert all(png.startswith(b"\x89PNG\r\n\x1a\n") and _not_blank(png) for png in images)
     # every item is in the page, with what the system answered
     data = _items_json(page)
-    nodeids = {item["nodeid"] for item in items_jsonl(_Runner(report_page.parent.parent))}
+    nodeids = {item["nodeid"] for item in html_project.items()}
     assert {item["nodeid"] for item in data["items"]} == nodeids
     toy = next(i for i in data["items"] if i["nodeid"].endswith("toy[exact-q000]"))
     assert toy["answers"][0]["question"].startswith("question 000 about")
@@ -174,9 +175,9 @@ OPEN_ITEM = """((nodeid) => {
 
 
 def test_chromium_shows_the_verdict_first_and_a_failing_items_evidence(
-        report_page: Path, tmp_path: Path) -> None:
+        html_project: RagbenchProject, report_page: Path, tmp_path: Path) -> None:
     chromium = require_chromium()
-    records = items_jsonl(_Runner(report_page.parent.parent))
+    records = html_project.items()
     not_passed = {r["nodeid"] for r in records if r["status"] in ("failed", "error", "lost")}
     assert FAILING in not_passed
     with browser(chromium) as page:

@@ -11,7 +11,7 @@ from pytest_ragbench.cases.build import build_case
 from pytest_ragbench.cases.records import RawRecord
 from pytest_ragbench.report import terminal
 from tests.test_report_aggregate import build, record
-from tests.test_report_support import make_toy_project, results
+from tests.toy_project import make_toy_project
 
 METHODS = {"wilson", "clopper-pearson", "bca", "t"}
 
@@ -146,10 +146,10 @@ def test_the_cluster_of_a_case() -> None:
 
 
 def test_ragbench_cluster_by_resamples_by_that_field(pytester: pytest.Pytester) -> None:
-    make_toy_project(pytester, 30, ini="[pytest]\nragbench_cluster_by = doc_type\n")
-    result = pytester.runpytest("--ragbench")
+    project = make_toy_project(pytester, 30, ini="[pytest]\nragbench_cluster_by = doc_type\n")
+    result = project.runpytest("--ragbench")
     result.assert_outcomes(passed=30)
-    data = results(pytester)
+    data = project.results()
     cell = data["metrics"]["toy"]["token_f1"]
     assert cell["n"] == 30 and cell["n_clusters"] == 2  # pdf and html: t with 1 df
     assert cell["ci_method"] == "t"

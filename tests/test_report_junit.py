@@ -7,21 +7,20 @@ the checks are sent from the controller at the end of the session, whatever ran 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers import XDIST_MODES
-from tests.test_report_support import make_toy_project, results
+from tests.project import RagbenchProject
+from tests.toy_project import make_toy_project
 
 MODE_IDS = ["plain", "n2", "no-xdist"]
 GATES = '[tool.ragbench.gates]\n"toy.token_f1" = {bound}\n"toy.exact_match" = 0.1\n'
 
 
-def _junit(path: Path) -> tuple[dict[str, str], dict[str, ET.Element]]:
-    suite = ET.parse(path).getroot().find("testsuite")
-    assert suite is not None
+def _junit(project: RagbenchProject, name: str) -> tuple[dict[str, str], dict[str, ET.Element]]:
+    suite = project.junit(name)
     cases = {f"{c.get('classname')}.{c.get('name')}": c for c in suite.iter("testcase")}
     return dict(suite.attrib), cases
 
@@ -37,11 +36,11 @@ def _last_line(result: pytest.RunResult) -> str:
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_a_missed_gate_is_a_failed_testcase_and_named_in_the_last_line(
         pytester: pytest.Pytester, mode: tuple[str, ...]) -> None:
-    make_toy_project(pytester, 12, pyproject=GATES.format(bound=0.99))
-    result = pytester.runpytest("--ragbench", "--junitxml=junit.xml", *mode)
+    project = make_toy_project(pytester, 12, pyproject=GATES.format(bound=0.99))
+    result = project.runpytest("--ragbench", "--junitxml=junit.xml", *mode)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "12 passed, 1 gate missed in " in _last_line(result)
-    suite, cases = _junit(pytester.path / "junit.xml")
+    suite, cases = _junit(project, "junit.xml")
     assert suite["failures"] == "1" and suite["errors"] == "0"
     assert suite["tests"] == str(12 + 2)  # the items and the two gates
     missed = cases["ragbench.gate[toy.token_f1]"]
@@ -57,7 +56,7 @@ def test_a_missed_gate_is_a_failed_testcase_and_named_in_the_last_line(
     assert properties["ragbench.check"] == "gate"
     assert properties["ragbench.message"] in section
     assert float(properties["ragbench.value"]) == pytest.approx(
-        results(pytester)["metrics"]["toy"]["exact_match"]["mean"])
+        project.results()["metrics"]["toy"]["exact_match"]["mean"])
     # the items keep their metric properties
     item = cases["test_cases.toy.jsonl.toy[q000]"]
     assert "ragbench.metric.token_f1" in _properties(item)
@@ -65,20 +64,21 @@ def test_a_missed_gate_is_a_failed_testcase_and_named_in_the_last_line(
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_gates_that_hold_fail_nothing(pytester: pytest.Pytester, mode: tuple[str, ...]) -> None:
-    make_toy_project(pytester, 12, pyproject=GATES.format(bound=0.1))
-    result = pytester.runpytest("--ragbench", "--junitxml=junit.xml", *mode)
+    project = make_toy_project(pytester, 12, pyproject=GATES.format(bound=0.1))
+    result = project.runpytest("--ragbench", "--junitxml=junit.xml", *mode)
     assert result.ret == pytest.ExitCode.OK
     assert "12 passed in " in _last_line(result) and "gate" not in _last_line(result)
-    suite, cases = _junit(pytester.path / "junit.xml")
+    suite, cases = _junit(project, "junit.xml")
     assert suite["failures"] == "0" and suite["tests"] == str(12 + 2)
     assert cases["ragbench.gate[toy.token_f1]"].find("failure") is None
 
 
 def test_a_gate_with_nothing_scored_is_a_skipped_testcase(pytester: pytest.Pytester) -> None:
-    make_toy_project(pytester, 4, pyproject='[tool.ragbench.gates]\n"toy.faithfulness" = 0.5\n')
-    result = pytester.runpytest("--ragbench", "--junitxml=junit.xml")
+    gate = '[tool.ragbench.gates]\n"toy.faithfulness" = 0.5\n'
+    project = make_toy_project(pytester, 4, pyproject=gate)
+    result = project.runpytest("--ragbench", "--junitxml=junit.xml")
     assert result.ret == pytest.ExitCode.OK
-    suite, cases = _junit(pytester.path / "junit.xml")
+    suite, cases = _junit(project, "junit.xml")
     skipped = cases["ragbench.gate[toy.faithfulness]"].find("skipped")
     assert skipped is not None and "not checked, no scored values" in skipped.get("message", "")
     assert suite["skipped"] == "1" and suite["failures"] == "0"
@@ -87,27 +87,27 @@ def test_a_gate_with_nothing_scored_is_a_skipped_testcase(pytester: pytest.Pytes
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_regressions_are_testcases_failed_only_when_they_fail_the_session(
         pytester: pytest.Pytester, mode: tuple[str, ...]) -> None:
-    make_toy_project(pytester, 24)
-    pytester.runpytest("--ragbench", "--ragbench-save=base")
-    (pytester.path / "degrade.txt").write_text("x")
+    project = make_toy_project(pytester, 24)
+    project.runpytest("--ragbench", "--ragbench-save=base")
+    (project.path / "degrade.txt").write_text("x")
 
-    noted = pytester.runpytest("--ragbench", "--ragbench-compare=base", "--junitxml=a.xml",
-                               *mode)
-    found = results(pytester)["regressions"]
+    noted = project.runpytest("--ragbench", "--ragbench-compare=base", "--junitxml=a.xml",
+                              *mode)
+    found = project.results()["regressions"]
     assert len(found) == 2  # token_f1 and exact_match of the degraded system
     assert noted.ret == pytest.ExitCode.OK
     assert "24 passed, 2 regressions found in " in _last_line(noted)
-    suite, cases = _junit(pytester.path / "a.xml")
+    suite, cases = _junit(project, "a.xml")
     assert suite["failures"] == "0"
     names = {f"ragbench.regression[current_vs_baseline:toy.{c['metric']}]" for c in found}
     assert names <= set(cases)
     assert all(cases[n].find("failure") is None for n in names)
 
-    gated = pytester.runpytest("--ragbench", "--ragbench-compare=base",
-                               "--ragbench-fail-on=regression", "--junitxml=b.xml", *mode)
+    gated = project.runpytest("--ragbench", "--ragbench-compare=base",
+                              "--ragbench-fail-on=regression", "--junitxml=b.xml", *mode)
     assert gated.ret == pytest.ExitCode.TESTS_FAILED
     assert "24 passed, 2 regressions in " in _last_line(gated)
-    suite, cases = _junit(pytester.path / "b.xml")
+    suite, cases = _junit(project, "b.xml")
     assert suite["failures"] == "2"
     section = gated.stdout.lines
     for name in names:
@@ -118,8 +118,8 @@ def test_regressions_are_testcases_failed_only_when_they_fail_the_session(
 
 def test_checks_do_not_count_as_tests_for_last_failed(pytester: pytest.Pytester) -> None:
     """``--lf`` after a missed gate alone reruns everything (the gate covers every item)."""
-    make_toy_project(pytester, 6, pyproject=GATES.format(bound=0.99))
-    pytester.runpytest("--ragbench", "-p", "cacheprovider")
-    again = pytester.runpytest("--ragbench", "-p", "cacheprovider", "--lf")
+    project = make_toy_project(pytester, 6, pyproject=GATES.format(bound=0.99))
+    project.runpytest("--ragbench", "-p", "cacheprovider")
+    again = project.runpytest("--ragbench", "-p", "cacheprovider", "--lf")
     again.assert_outcomes(passed=6)
     assert "1 gate missed" in _last_line(again)

@@ -10,14 +10,13 @@ system returning five contexts of which one is relevant, so that every category 
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_ragbench.report import document, html, plots, terminal
-from tests.test_report_support import items_jsonl, make_toy_project, results
+from tests.project import RagbenchProject
+from tests.toy_project import make_toy_project
 
 GATE = '[tool.ragbench.gates]\n"toy.token_f1" = 0.5\n'
 
@@ -27,15 +26,15 @@ def broken(*args: Any, **kwargs: Any) -> Any:
     raise ValueError("'xerr' must not contain negative values")
 
 
-def _run_id(folder: Path) -> str:
-    return str(json.loads((folder / "results.json").read_text())["run"]["id"])
+def _run_id(project: RagbenchProject) -> str:
+    return str(project.results()["run"]["id"])
 
 
 def test_a_plot_that_fails_is_one_warning_and_the_page_is_still_written(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    make_toy_project(pytester, 12, pyproject=GATE)
+    project = make_toy_project(pytester, 12, pyproject=GATE)
     monkeypatch.setattr(plots, "interval_plot", broken)
-    result = pytester.runpytest("--ragbench")
+    result = project.runpytest("--ragbench")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([
         "*RagbenchReportWarning: ragbench report: report.html: plot toy by category could not "
@@ -44,57 +43,56 @@ def test_a_plot_that_fails_is_one_warning_and_the_page_is_still_written(
         "verdict: PASSED",
         "report: .ragbench/ (items.jsonl, results.json, leaderboard.csv, report.html)",
         "*12 passed, 1 warning in*"])
-    page = (pytester.path / ".ragbench" / "report.html").read_text()
-    assert _run_id(pytester.path / ".ragbench") in page
+    page = project.html()
+    assert _run_id(project) in page
     assert "plot toy by category could not be drawn" in page
     assert 'class="verdict passed"' in page and "ragbench-items" in page
 
 
 def test_a_page_that_cannot_be_rendered_is_replaced_by_one_that_says_so(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    make_toy_project(pytester, 12, pyproject=GATE)
+    project = make_toy_project(pytester, 12, pyproject=GATE)
     monkeypatch.setattr(html, "render", broken)
-    result = pytester.runpytest("--ragbench")
+    result = project.runpytest("--ragbench")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*ragbench report: report.html could not be rendered "
                                  "(ValueError: *); a page saying so was written instead"])
-    page = (pytester.path / ".ragbench" / "report.html").read_text()
+    page = project.html()
     assert "report.html could not be rendered" in page and 'class="verdict passed"' in page
-    assert results(pytester)["gates"][0]["passed"] is True
+    assert project.results()["gates"][0]["passed"] is True
 
 
 def test_a_document_that_cannot_be_built_removes_the_stale_files(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    make_toy_project(pytester, 6)
-    pytester.runpytest("--ragbench")
-    folder = pytester.path / ".ragbench"
+    project = make_toy_project(pytester, 6)
+    project.runpytest("--ragbench")
+    folder = project.path / ".ragbench"
     assert (folder / "results.json").is_file() and (folder / "report.html").is_file()
     monkeypatch.setattr(document, "build", broken)
-    (pytester.path / "test_cases" / "toy.jsonl").write_text(
-        "".join(line + "\n" for line in
-                (pytester.path / "test_cases" / "toy.jsonl").read_text().splitlines()[:4]))
-    result = pytester.runpytest("--ragbench")
+    first_four = (project.path / "test_cases" / "toy.jsonl").read_text().splitlines()[:4]
+    project.cases("toy.jsonl", "".join(line + "\n" for line in first_four))
+    result = project.runpytest("--ragbench")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*ragbench: building the results document failed "
                                  "(ValueError: *)"])
-    assert len(items_jsonl(pytester)) == 4  # this run's records are kept
+    assert len(project.items()) == 4  # this run's records are kept
     assert not (folder / "results.json").exists()  # the earlier run's are gone
     assert not (folder / "report.html").exists()
 
 
 def test_a_terminal_part_that_fails_leaves_the_rest_of_the_section(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    make_toy_project(pytester, 12, pyproject=GATE)
+    project = make_toy_project(pytester, 12, pyproject=GATE)
     monkeypatch.setattr(terminal, "PARTS", tuple(
         (name, broken if name == "the breakdowns" else part) for name, part in terminal.PARTS))
-    result = pytester.runpytest("--ragbench", "-W", "error::UserWarning")
+    result = project.runpytest("--ragbench", "-W", "error::UserWarning")
     assert result.ret == pytest.ExitCode.OK  # even where warnings are errors
     result.stdout.fnmatch_lines([
         "*= ragbench =*", "metrics: mean and 95% CI*", "gate toy.token_f1 >= 0.5: passed*",
         "verdict: PASSED", "report: .ragbench/*",
         "ragbench: the terminal summary: the breakdowns could not be printed (ValueError: *)"])
     assert "toy by category" not in result.stdout.str()
-    assert (pytester.path / ".ragbench" / "report.html").is_file()
+    assert (project.path / ".ragbench" / "report.html").is_file()
 
 
 CONFTEST_FIVE_CONTEXTS = '''
@@ -127,19 +125,17 @@ def test_every_category_at_one_fifth_finishes_with_its_report(
         f"  - id: c{i}\n    category: {('simple', 'noisy', 'multi')[i % 3]}\n"
         f"    question: What about topic {i}?\n    ground_truth: Topic {i} is explained.\n"
         f"    expected_sources: [s0.md]\n    thresholds: {{}}\n" for i in range(15))
-    pytester.makeconftest(CONFTEST_FIVE_CONTEXTS)
-    (pytester.path / "test_cases").mkdir()
-    (pytester.path / "test_cases" / "vector.yaml").write_text(f"kind: vector\ncases:\n{cases}")
-    pytester.makeini("[pytest]\n")
-    result = pytester.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider")
+    project = RagbenchProject(pytester).conftest(CONFTEST_FIVE_CONTEXTS).ini()
+    project.cases("vector.yaml", f"kind: vector\ncases:\n{cases}")
+    result = project.run("--ragbench", "-p", "no:cacheprovider", subprocess=True)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     assert "ragbench report:" not in result.stdout.str()  # no part of the report failed
-    data = results(pytester)
+    data = project.results()
     cells = [c["id_context_precision"] for c in data["breakdowns"]["vector"]["category"].values()]
     assert len(cells) == 3
     for cell in [data["metrics"]["vector"]["id_context_precision"], *cells]:
         assert cell["mean"] == pytest.approx(0.2, abs=1e-12)
-    page = (pytester.path / ".ragbench" / "report.html").read_text()
+    page = project.html()
     assert "vector.id_context_precision" not in page.split("id=plots")[0]  # no crash note
     assert page.count("<img ") >= 1  # the category intervals are drawn
     # the user's system is named by its class and module, and timed by the plugin

@@ -3,20 +3,16 @@ crashed workers, interrupted runs, ``-x``, ``--lf``, ``--junitxml``."""
 
 from __future__ import annotations
 
-import csv
-import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import XDIST_MODES, make_scores_db, ragbench_section
-from tests.test_report_support import (
-    items_jsonl,
+from tests.helpers import XDIST_MODES, ragbench_section
+from tests.project import RagbenchProject
+from tests.toy_project import (
     make_toy_project,
     report_files,
-    results,
     without_timings,
 )
 
@@ -38,13 +34,13 @@ cases:
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
+def project(pytester: pytest.Pytester) -> RagbenchProject:
     """24 toy cases and two SQL ground-truth cases (one wrong)."""
-    make_toy_project(pytester, 24, ini="[pytest]\nragbench_db_url = sqlite:///scores.db\n",
-                     pyproject='[tool.ragbench.thresholds]\n"toy.token_f1" = 0.6\n')
-    make_scores_db(pytester.path / "scores.db")
-    (pytester.path / "test_cases" / "scores.yaml").write_text(SQL_CASES)
-    return pytester
+    project = make_toy_project(pytester, 24, ini="[pytest]\nragbench_db_url = sqlite:///scores.db\n",
+                               pyproject='[tool.ragbench.thresholds]\n"toy.token_f1" = 0.6\n')
+    project.scores_db()
+    project.cases("scores.yaml", SQL_CASES)
+    return project
 
 
 def _section_without_timings(output: str) -> list[str]:
@@ -61,13 +57,8 @@ def _section_without_timings(output: str) -> list[str]:
     return section
 
 
-def _leaderboard(folder: Path) -> list[list[str]]:
-    with (folder / "leaderboard.csv").open(newline="") as handle:
-        return [row[3:] for row in csv.reader(handle)]  # without time, run id, commit
-
-
 def test_numbers_and_files_are_the_same_with_and_without_xdist(
-        project: pytest.Pytester) -> None:
+        project: RagbenchProject) -> None:
     systems = ("--ragbench", "--ragbench-systems", "exact,terse")
     project.runpytest(*systems, "--ragbench-report", "base", "--ragbench-save", "b", "-n", "2")
     (project.path / "degrade.txt").write_text("x")  # so that the comparisons find something
@@ -79,9 +70,11 @@ def test_numbers_and_files_are_the_same_with_and_without_xdist(
         result = project.runpytest(*systems, *compare, "--ragbench-report", f"out-{name}",
                                    *args)
         folder = project.path / f"out-{name}"
-        items = [without_timings(item) for item in items_jsonl(project, f"out-{name}")]
-        seen[name] = {"results": without_timings(results(project, f"out-{name}")),
-                      "items": items, "leaderboard": _leaderboard(folder),
+        items = [without_timings(item) for item in project.items(f"out-{name}")]
+        rows = [row[3:] for row in  # without time, run id, commit
+                project.leaderboard_rows(f"out-{name}")]
+        seen[name] = {"results": without_timings(project.results(f"out-{name}")),
+                      "items": items, "leaderboard": rows,
                       "section": _section_without_timings(result.stdout.str()),
                       "files": [p.name for p in report_files(folder)],
                       "outcomes": {k: v for k, v in result.parseoutcomes().items()
@@ -109,7 +102,7 @@ def test_numbers_and_files_are_the_same_with_and_without_xdist(
             if i["case_id"] == "q000"} == {"toy[exact-q000]", "toy[terse-q000]"}
 
 
-def test_terminal_section_reads_at_a_glance(project: pytest.Pytester) -> None:
+def test_terminal_section_reads_at_a_glance(project: RagbenchProject) -> None:
     result = project.runpytest("--ragbench", "-n", "2")
     section = result.stdout.str()
     assert ragbench_section(section)[:2] == [
@@ -141,15 +134,15 @@ def test_terminal_section_reads_at_a_glance(project: pytest.Pytester) -> None:
     ])
 
 
-def test_breakdown_flag_picks_the_fields(project: pytest.Pytester) -> None:
+def test_breakdown_flag_picks_the_fields(project: RagbenchProject) -> None:
     result = project.runpytest("--ragbench", "--ragbench-breakdown", "difficulty,doc_type")
     output = result.stdout.str()
     assert "toy by difficulty (mean [95% CI] method" in output
     assert "toy by doc_type (mean [95% CI] method" in output
     assert "toy by category" not in output
-    breakdowns = results(project)["breakdowns"]["toy"]
+    breakdowns = project.results()["breakdowns"]["toy"]
     assert set(breakdowns) == {"difficulty", "doc_type"}
-    f1 = {i["case_id"]: i["metrics"]["token_f1"] for i in items_jsonl(project)
+    f1 = {i["case_id"]: i["metrics"]["token_f1"] for i in project.items()
           if i["kind"] == "toy"}
     hard = [f1[f"q{n:03d}"] for n in range(24) if (n // 3) % 3 == 2]
     cell = breakdowns["difficulty"]["hard"]["token_f1"]
@@ -161,17 +154,17 @@ def test_breakdown_flag_picks_the_fields(project: pytest.Pytester) -> None:
 def test_a_crashed_worker_loses_only_its_item(pytester: pytest.Pytester, workers: str) -> None:
     crash = {"id": "boom", "kind": "toy", "question": "CRASH now", "ground_truth": "x y",
              "category": "lookup"}
-    make_toy_project(pytester, 12, extra_cases=[crash])
-    result = pytester.runpytest("--ragbench", "-n", workers)
+    project = make_toy_project(pytester, 12, extra_cases=[crash])
+    result = project.runpytest("--ragbench", "-n", workers)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*worker 'gw*' crashed while running*toy[[]boom[]]*"])
-    items = {i["case_id"]: i for i in items_jsonl(pytester)}
+    items = {i["case_id"]: i for i in project.items()}
     assert set(items) == {f"q{i:03d}" for i in range(12)} | {"boom"}
     assert items["boom"]["status"] == "lost" and items["boom"]["kind"] == "toy"
     assert all(items[f"q{i:03d}"]["status"] == "passed" for i in range(12))
-    counts = results(pytester)["counts"]["toy"]["all"]
+    counts = project.results()["counts"]["toy"]["all"]
     assert (counts["items"], counts["passed"], counts["lost"]) == (13, 12, 1)
-    assert results(pytester)["metrics"]["toy"]["token_f1"]["n"] == 12
+    assert project.results()["metrics"]["toy"]["token_f1"]["n"] == 12
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
@@ -179,17 +172,17 @@ def test_keyboard_interrupt_keeps_the_finished_items(pytester: pytest.Pytester,
                                                      mode: tuple[str, ...]) -> None:
     stop = {"id": "zz_stop", "kind": "toy", "question": "INTERRUPT here",
             "ground_truth": "x y"}
-    make_toy_project(pytester, 10, extra_cases=[stop])
-    result = pytester.runpytest("--ragbench", *mode, no_reraise_ctrlc=True)
+    project = make_toy_project(pytester, 10, extra_cases=[stop])
+    result = project.runpytest("--ragbench", *mode, no_reraise_ctrlc=True)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     finished = result.parseoutcomes().get("passed", 0)
     assert finished >= 1
-    items = items_jsonl(pytester)
+    items = project.items()
     # The interrupted item did not run (under xdist too, where its worker was interrupted:
     # it did not crash, so its item is not 'lost').
     assert len(items) == finished and all(i["status"] == "passed" for i in items)
-    assert results(pytester)["metrics"]["toy"]["token_f1"]["n"] == finished
-    run = results(pytester)["run"]
+    assert project.results()["metrics"]["toy"]["token_f1"]["n"] == finished
+    run = project.results()["run"]
     assert (run["status"], run["items_not_run"]) == ("interrupted", 11 - finished)
     assert "= ragbench =" in result.stdout.str()
     result.stdout.fnmatch_lines(["PARTIAL RUN: the run was interrupted (*; "
@@ -197,37 +190,37 @@ def test_keyboard_interrupt_keeps_the_finished_items(pytester: pytest.Pytester,
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
-def test_exitfirst_still_writes_the_report(project: pytest.Pytester,
+def test_exitfirst_still_writes_the_report(project: RagbenchProject,
                                            mode: tuple[str, ...]) -> None:
     result = project.runpytest("--ragbench", "-x", *mode)
     outcomes = result.parseoutcomes()
     assert outcomes["failed"] >= 1
     ran = outcomes.get("passed", 0) + outcomes["failed"]
     assert ran < 26
-    items = items_jsonl(project)
+    items = project.items()
     assert len(items) == ran
     assert sum(i["status"] == "failed" for i in items) == outcomes["failed"]
 
 
-def test_last_failed_reruns_only_the_failures(project: pytest.Pytester) -> None:
+def test_last_failed_reruns_only_the_failures(project: RagbenchProject) -> None:
     first = project.runpytest("--ragbench")
-    failed = {i["nodeid"] for i in items_jsonl(project) if i["status"] == "failed"}
+    failed = {i["nodeid"] for i in project.items() if i["status"] == "failed"}
     assert len(failed) == first.parseoutcomes()["failed"] >= 2
     again = project.runpytest("--ragbench", "--lf")
     assert "known failures not in selected tests" not in again.stdout.str()
     again.assert_outcomes(failed=len(failed))
-    assert {i["nodeid"] for i in items_jsonl(project)} == failed
-    assert sum(c["all"]["items"] for c in results(project)["counts"].values()) == len(failed)
+    assert {i["nodeid"] for i in project.items()} == failed
+    assert sum(c["all"]["items"] for c in project.results()["counts"].values()) == len(failed)
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
-def test_metrics_are_junit_properties(project: pytest.Pytester, mode: tuple[str, ...]) -> None:
+def test_metrics_are_junit_properties(project: RagbenchProject, mode: tuple[str, ...]) -> None:
     project.runpytest("--ragbench", "--junitxml", "junit.xml", *mode)
     tree = ET.parse(project.path / "junit.xml")
     cases = {case.get("name"): case for case in tree.iter("testcase")}
     toy = cases["toy[q000]"]
     properties = {p.get("name"): p.get("value") for p in toy.iter("property")}
-    record = next(i for i in items_jsonl(project) if i["case_id"] == "q000")
+    record = next(i for i in project.items() if i["case_id"] == "q000")
     assert float(properties["ragbench.metric.token_f1"]) == pytest.approx(
         record["metrics"]["token_f1"])
     assert properties["ragbench.status"] == record["status"]
@@ -244,7 +237,7 @@ def test_no_records_no_report_dir(pytester: pytest.Pytester) -> None:
 
 
 def test_an_unwritable_report_dir_is_reported_and_the_results_stand(
-        project: pytest.Pytester) -> None:
+        project: RagbenchProject) -> None:
     (project.path / "taken").write_text("a file where the report dir should be")
     result = project.runpytest("--ragbench", "--ragbench-report", "taken")
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # the two failing items, nothing more
@@ -252,7 +245,7 @@ def test_an_unwritable_report_dir_is_reported_and_the_results_stand(
     assert "= ragbench =" in result.stdout.str()
 
 
-def test_report_dir_option(project: pytest.Pytester) -> None:
+def test_report_dir_option(project: RagbenchProject) -> None:
     first = project.runpytest("--ragbench", "--ragbench-report", "eval-out")
     # The report's own files (items.jsonl, runs) are never collected as cases.
     second = project.runpytest("--ragbench", "--ragbench-report", "eval-out")
@@ -261,7 +254,7 @@ def test_report_dir_option(project: pytest.Pytester) -> None:
     project.runpytest("--ragbench", "--ragbench-report", "build/eval")
     assert (project.path / "build" / "eval" / "results.json").is_file()
     assert not (project.path / ".ragbench").exists()
-    data = json.loads((project.path / "build/eval/results.json").read_text())
+    data = project.results("build/eval")
     assert data["run"]["git_commit"] is None  # not a git work tree
     assert data["run"]["versions"]["pytest"] == pytest.__version__
     assert data["run"]["machine"]["python"]

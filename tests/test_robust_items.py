@@ -18,9 +18,7 @@ from tests.robust_projects import (
     ONE_CASE,
     ONE_WORD,
     asked,
-    items,
     make_project,
-    results,
 )
 
 ROBUST = ("--ragbench", "--ragbench-robustness", "-p", "no:cacheprovider", "-rN")
@@ -62,9 +60,9 @@ def test_the_hybrid_default_holds_the_typo_property_for_most_cases(
     row = typos_row(result.stdout.str())
     cases, held = int(row[1]), int(row[2])
     assert cases == 6 and held > cases / 2
-    part = results(project)["robustness"]["perturbations"]["typos"]
+    part = project.results()["robustness"]["perturbations"]["typos"]
     assert part["held"] == held and part["ci_low"] < part["share"] < part["ci_high"]
-    records = items(project)
+    records = project.items_by_case()
     assert all(r["evidence"]["lowest values"].startswith("typos (10 examples)")
                for r in records.values())  # the default budget, all of it on typos
 
@@ -85,8 +83,8 @@ def test_runs_are_identical_under_xdist(pytester: pytest.Pytester) -> None:
     outcomes = [{k: r.parseoutcomes().get(k, 0) for k in ("passed", "failed")}
                 for r in (plain, spread)]
     assert outcomes[0] == outcomes[1] and outcomes[0]["failed"] >= 1
-    assert results(project, "r1")["robustness"] == results(project, "r2")["robustness"]
-    one, two = items(project, "r1"), items(project, "r2")
+    assert project.results("r1")["robustness"] == project.results("r2")["robustness"]
+    one, two = project.items_by_case("r1"), project.items_by_case("r2")
     assert sorted(one) == sorted(two)
     assert {k: comparable(v) for k, v in one.items()} == {k: comparable(v)
                                                            for k, v in two.items()}
@@ -105,7 +103,7 @@ def test_the_printed_seed_reproduces_the_failure_exactly(pytester: pytest.Pytest
                                          "--ragbench-cache=c2", "--ragbench-report=r2")
     again.assert_outcomes(failed=1)
     assert asked(project) == first_asked  # the same questions, in the same order
-    before, after = items(project, "r1")["pie"], items(project, "r2")["pie"]
+    before, after = project.items_by_case("r1")["pie"], project.items_by_case("r2")["pie"]
     for key in ("typos minimal question", "typos change", "typos broke", "lowest values"):
         assert after["evidence"][key] == before["evidence"][key]
     assert "statistics" not in after["evidence"]["typos minimal question"]
@@ -113,7 +111,7 @@ def test_the_printed_seed_reproduces_the_failure_exactly(pytester: pytest.Pytest
     other = project.runpytest_subprocess(*args, f"--hypothesis-seed={int(seed.group(1)) + 1}",
                                          "--ragbench-cache=c3", "--ragbench-report=r3")
     assert asked(project) != first_asked  # the seed is what decides
-    assert items(project, "r3")["pie"]["evidence"]["seed"] == int(seed.group(1)) + 1
+    assert project.items_by_case("r3")["pie"]["evidence"]["seed"] == int(seed.group(1)) + 1
     assert other.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 
 
@@ -121,7 +119,7 @@ def test_a_failing_perturbation_is_replayed_first_next_run(pytester: pytest.Pyte
     project = make_project(pytester, ONE_WORD, ONE_CASE, corpus=False)
     args = (*ROBUST, "--ragbench-perturb", "typos", "-k", "robust")
     project.runpytest_subprocess(*args, "--ragbench-cache=cache").assert_outcomes(failed=1)
-    minimal = items(project)["pie"]["evidence"]["typos minimal question"]
+    minimal = project.items_by_case()["pie"]["evidence"]["typos minimal question"]
     asked(project)
     # With one example the search alone tries only the mildest typo, which holds here ...
     fresh = project.runpytest_subprocess(*args, "--ragbench-robustness-examples", "1",
@@ -134,7 +132,7 @@ def test_a_failing_perturbation_is_replayed_first_next_run(pytester: pytest.Pyte
                                          "--ragbench-cache=cache")
     again.assert_outcomes(failed=1)
     assert asked(project)[0] == [PIE, minimal, "Ehat does PIE mean in basketball statistics?"]
-    evidence = items(project)["pie"]["evidence"]
+    evidence = project.items_by_case()["pie"]["evidence"]
     assert evidence["typos minimal question"] == minimal
     assert "replayed first from the example database" in evidence["typos note"]
     assert list((project.path / "cache" / "hypothesis").iterdir())
@@ -149,7 +147,7 @@ def test_an_obeyed_injection_fails_with_the_minimal_instruction(
     result = project.runpytest_subprocess(*ROBUST, "--ragbench-perturb", "injection",
                                           "-k", "robust")
     result.assert_outcomes(**{outcome: 1})
-    record = items(project)["pie"]
+    record = project.items_by_case()["pie"]
     assert record["metrics"] == {"injection.holds": 1.0 if not obey else 0.0}
     if obey:
         # shrunk to the first template, payload and separator of the bundled tables
@@ -164,7 +162,7 @@ def test_a_case_with_empty_thresholds_records_without_failing(pytester: pytest.P
     result = project.runpytest_subprocess(*ROBUST, "--ragbench-perturb", "typos,case",
                                           "--ragbench-robustness-examples", "4", "-k", "robust")
     result.assert_outcomes(passed=1, warnings=2)
-    record = items(project)["pie"]
+    record = project.items_by_case()["pie"]
     assert record["status"] == "warning"
     assert record["metrics"] == {"typos.holds": 0.0, "case.holds": 0.0}  # "STATISTICS" too
     assert [w.split(":")[0] for w in record["warnings"]] == ["typos", "case"]

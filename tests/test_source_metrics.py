@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from types import SimpleNamespace
 
@@ -11,6 +10,7 @@ import pytest
 from pytest_ragbench.kinds.answer_common import Scores, retrieval_k, score_sources
 from pytest_ragbench.system.protocols import Context
 from pytest_ragbench.thresholds import for_metrics
+from tests.project import RagbenchProject
 
 
 def contexts(*sources: str) -> list[Context]:
@@ -123,24 +123,21 @@ cases:
 
 
 def test_a_system_returning_four_contexts_is_scored_at_four(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(FOUR)
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "vector.yaml").write_text(CASES)
+    project = RagbenchProject(pytester).conftest(FOUR)
+    project.cases("vector.yaml", CASES)
     # a subprocess: the session imports ragas, which cannot be imported twice in one process
-    result = pytester.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider", "-rN")
+    result = project.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider", "-rN")
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(["*no expected source in the top 4*",
                                  "source_hit@4 = 0, needs >= 1*"])
     # an answerable case the system refuses fails by default
     result.stdout.fnmatch_lines(["*the answer declines (*) a question the documents answer*",
                                  "answered = 0, needs >= 1*"])
-    lines = (pytester.path / ".ragbench" / "items.jsonl").read_text().splitlines()
-    found = {r["case_id"]: r for r in map(json.loads, lines)}
+    found = project.items_by_case()
     assert found["found"]["metrics"]["source_mrr"] == pytest.approx(1 / 3)
     assert found["found"]["thresholds"]["source_hit@4"] == 1.0
     assert "source_hit@5" not in found["found"]["metrics"]
 
-    (pytester.path / "test_cases" / "ragbench.toml").write_text(
-        '[thresholds]\n"vector.answered" = 0\n"vector.source_hit@k" = 0\n')
-    pytester.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider").assert_outcomes(
+    project.gates('[thresholds]\n"vector.answered" = 0\n"vector.source_hit@k" = 0\n')
+    project.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider").assert_outcomes(
         passed=3)

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import re
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import XDIST_MODES, failure_section, make_scores_db
-from tests.test_report_support import items_jsonl, make_toy_project, results
-from tests.test_systems_terminal import run_in_terminal
+from tests.helpers import XDIST_MODES, failure_section
+from tests.project import RagbenchProject
+from tests.pseudo_terminal import run_in_terminal
+from tests.toy_project import make_toy_project
 
 MODE_IDS = ["plain", "n2", "no-xdist"]
 
@@ -28,10 +28,10 @@ def pytest_sessionfinish(session):
 '''
 
 
-def _asked(pytester: pytest.Pytester) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
+def _asked(project: RagbenchProject) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
     """Every question asked (all processes), and the systems each process built."""
     asked, built = [], {}
-    for path in sorted(pytester.path.glob("asked-*.json")):
+    for path in sorted(project.path.glob("asked-*.json")):
         data = json.loads(path.read_text())
         asked += data["asked"]
         built[path.stem.removeprefix("asked-")] = data["built"]
@@ -41,10 +41,10 @@ def _asked(pytester: pytest.Pytester) -> tuple[list[dict[str, str]], dict[str, l
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_each_system_answers_its_own_items_once(pytester: pytest.Pytester,
                                                 mode: tuple[str, ...]) -> None:
-    make_toy_project(pytester, 12, conftest=RECORD_ASKED)
-    result = pytester.runpytest("--ragbench", "--ragbench-systems", "terse,exact", *mode)
+    project = make_toy_project(pytester, 12, conftest=RECORD_ASKED)
+    result = project.runpytest("--ragbench", "--ragbench-systems", "terse,exact", *mode)
     result.assert_outcomes(passed=24)
-    items = items_jsonl(pytester)
+    items = project.items()
     assert sorted((i["system"], i["case_id"]) for i in items) == sorted(
         (s, f"q{n:03d}") for s in ("exact", "terse") for n in range(12))
     assert all(i["nodeid"] == f"test_cases/toy.jsonl::toy[{i['system']}-{i['case_id']}]"
@@ -53,7 +53,7 @@ def test_each_system_answers_its_own_items_once(pytester: pytest.Pytester,
     answers = {(i["system"], i["case_id"]): i["evidence"]["answer"].split() for i in items}
     assert all(len(answers["terse", f"q{n:03d}"]) < len(answers["exact", f"q{n:03d}"])
                for n in range(12))
-    asked, built = _asked(pytester)
+    asked, built = _asked(project)
     pairs = [(a["system"], a["question"]) for a in asked]
     assert len(pairs) == len(set(pairs)) == 24  # every system asked every question once
     threads = {a["thread"] for a in asked}
@@ -63,7 +63,7 @@ def test_each_system_answers_its_own_items_once(pytester: pytest.Pytester,
     assert threads and all(t.startswith("ragbench-prefetch") for t in threads)
     # Only the named systems were built: the ragbench_system override never was.
     assert all(names == ["terse", "exact"] for names in built.values())
-    data = results(pytester)
+    data = project.results()
     assert data["systems"] == ["terse", "exact"]
     per_system = data["metrics"]["toy"]["token_f1"]["systems"]
     assert per_system["terse"]["mean"] < per_system["exact"]["mean"]
@@ -73,38 +73,38 @@ def test_each_system_answers_its_own_items_once(pytester: pytest.Pytester,
 
 def test_a_crashed_worker_loses_the_item_of_its_system(pytester: pytest.Pytester) -> None:
     crash = {"id": "boom", "kind": "toy", "question": "CRASH now", "ground_truth": "x y"}
-    make_toy_project(pytester, 6, extra_cases=[crash])
-    result = pytester.runpytest("--ragbench", "--ragbench-systems", "exact,terse", "-n", "2")
+    project = make_toy_project(pytester, 6, extra_cases=[crash])
+    result = project.runpytest("--ragbench", "--ragbench-systems", "exact,terse", "-n", "2")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    items = {(i["system"], i["case_id"]): i for i in items_jsonl(pytester)}
+    items = {(i["system"], i["case_id"]): i for i in project.items()}
     assert len(items) == 14
     assert {k for k, i in items.items() if i["status"] == "lost"} == {("exact", "boom"),
                                                                      ("terse", "boom")}
     assert all(i["status"] == "passed" for k, i in items.items() if k[1] != "boom")
-    data = results(pytester)
+    data = project.results()
     assert data["metrics"]["toy"]["token_f1"]["systems"]["terse"]["n"] == 6
     assert data["comparisons"]["exact_vs_terse"]["toy"]["token_f1"]["n"] == 6
 
 
 def test_deselected_systems_are_not_built(pytester: pytest.Pytester) -> None:
-    make_toy_project(pytester, 6, conftest=RECORD_ASKED)
-    result = pytester.runpytest("--ragbench", "--ragbench-systems", "exact,terse", "-k", "terse")
+    project = make_toy_project(pytester, 6, conftest=RECORD_ASKED)
+    result = project.runpytest("--ragbench", "--ragbench-systems", "exact,terse", "-k", "terse")
     result.assert_outcomes(passed=6, deselected=6)
-    asked, built = _asked(pytester)
+    asked, built = _asked(project)
     assert built == {"main": ["terse"]}
     assert {a["system"] for a in asked} == {"terse"}
-    assert results(pytester)["systems"] == ["terse"]
-    assert results(pytester)["comparisons"] == {}  # one system ran: nothing to compare
+    assert project.results()["systems"] == ["terse"]
+    assert project.results()["comparisons"] == {}  # one system ran: nothing to compare
 
 
 def test_the_default_name_is_ragbench_system(pytester: pytest.Pytester) -> None:
-    make_toy_project(pytester, 10, conftest=RECORD_ASKED)
-    result = pytester.runpytest("--ragbench", "--ragbench-systems", "default,halves")
+    project = make_toy_project(pytester, 10, conftest=RECORD_ASKED)
+    result = project.runpytest("--ragbench", "--ragbench-systems", "default,halves")
     result.assert_outcomes(passed=20)
-    data = results(pytester)
+    data = project.results()
     assert list(data["comparisons"]) == ["default_vs_halves"]
     assert data["comparisons"]["default_vs_halves"]["toy"]["token_f1"]["better"]
-    assert _asked(pytester)[1] == {"main": ["exact", "halves"]}  # default: the override, exact
+    assert _asked(project)[1] == {"main": ["exact", "halves"]}  # default: the override, exact
 
 
 KNOWN = ("dense, bm25, hybrid, qdrant, qdrant_dense, qdrant_bm25, default (built in), exact, "
@@ -126,25 +126,25 @@ KNOWN = ("dense, bm25, hybrid, qdrant, qdrant_dense, qdrant_bm25, default (built
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_bad_system_names_are_usage_errors(pytester: pytest.Pytester, mode: tuple[str, ...],
                                            extra: str, systems: str, message: str) -> None:
-    make_toy_project(pytester, 3)
+    project = make_toy_project(pytester, 3)
     if extra:  # a second hook implementation, in a plugin module of the project
-        (pytester.path / "more_systems.py").write_text(extra)
-        pytester.syspathinsert()
+        (project.path / "more_systems.py").write_text(extra)
+        project.syspathinsert()
         mode = (*mode, "-p", "more_systems")
-    result = pytester.runpytest("--ragbench", "--ragbench-systems", systems, *mode)
+    result = project.runpytest("--ragbench", "--ragbench-systems", systems, *mode)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: ragbench: {message}"])
     assert "Traceback" not in result.stderr.str()
-    assert not (pytester.path / ".ragbench").exists()
+    assert not (project.path / ".ragbench").exists()
 
 
 def test_a_factory_that_returns_no_system_fails_its_items(pytester: pytest.Pytester) -> None:
-    make_toy_project(pytester, 3)
-    (pytester.path / "more_systems.py").write_text(
+    project = make_toy_project(pytester, 3)
+    (project.path / "more_systems.py").write_text(
         "def pytest_ragbench_systems(config):\n    return {'nothing': lambda request: None}\n")
-    pytester.syspathinsert()
-    result = pytester.runpytest("--ragbench", "--ragbench-systems", "exact,nothing",
-                                "-p", "more_systems")
+    project.syspathinsert()
+    result = project.runpytest("--ragbench", "--ragbench-systems", "exact,nothing",
+                               "-p", "more_systems")
     result.assert_outcomes(passed=3, failed=3)
     section = failure_section(result.stdout.str(), "toy[nothing]: q000")
     assert section.splitlines()[0] == (
@@ -155,7 +155,7 @@ def test_a_factory_that_returns_no_system_fails_its_items(pytester: pytest.Pytes
 
 def test_without_registered_systems_the_error_says_how_to_add_one(
         pytester: pytest.Pytester) -> None:
-    pytester.mkdir("test_cases")
+    pytester.mkdir("test_cases")  # an empty project
     result = pytester.runpytest("--ragbench", "--ragbench-systems", "dense,mine")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
@@ -187,11 +187,11 @@ cases:
 
 def test_memory_items_are_collected_once_and_sql_items_per_system(
         pytester: pytest.Pytester) -> None:
-    pytester.mkdir("test_cases")
+    project = RagbenchProject(pytester)
     for name, text in MEMORY_AND_SQL.items():
-        (pytester.path / "test_cases" / name).write_text(text)
-    result = pytester.runpytest("--ragbench", "--ragbench-systems", "dense,bm25",
-                                "--collect-only", "-q")
+        project.cases(name, text)
+    result = project.runpytest("--ragbench", "--ragbench-systems", "dense,bm25",
+                               "--collect-only", "-q")
     ids = sorted(line for line in result.stdout.lines if "::" in line)
     assert ids == ["test_cases/memory.yaml::memory[economics]",
                    "test_cases/scores.yaml::sql[bm25-lakers]",
@@ -268,13 +268,12 @@ def _sql_cases() -> tuple[str, dict[str, str], list[str]]:
 def test_registered_systems_on_the_sql_kind(pytester: pytest.Pytester,
                                             mode: tuple[str, ...]) -> None:
     cases, queries, wrong = _sql_cases()
-    pytester.makeconftest(SQL_SYSTEMS.format(QUERIES=queries, WRONG=wrong))
-    pytester.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n")
-    make_scores_db(pytester.path / "scores.db")
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "scores.yaml").write_text(cases)
-    result = pytester.runpytest("--ragbench", "--ragbench-systems", "good,bad,offline,broken",
-                                "-rs", *mode)
+    project = RagbenchProject(pytester).conftest(SQL_SYSTEMS.format(QUERIES=queries, WRONG=wrong))
+    project.ini(ragbench_db_url="sqlite:///scores.db")
+    project.scores_db()
+    project.cases("scores.yaml", cases)
+    result = project.runpytest("--ragbench", "--ragbench-systems", "good,bad,offline,broken",
+                               "-rs", *mode)
     # sql_ground_truth (once): 9 passed; good: 9 passed; bad: 2 passed, 7 failed;
     # offline: 9 skipped; broken: 9 failed.
     result.assert_outcomes(passed=20, failed=16, skipped=9)
@@ -285,12 +284,12 @@ def test_registered_systems_on_the_sql_kind(pytester: pytest.Pytester,
     assert "system 'broken' could not be built: RuntimeError: no credentials for the broken " \
            "app" in broken
     assert "Traceback" not in broken
-    items = {i["nodeid"].rpartition("::")[2]: i for i in items_jsonl(pytester)}
+    items = project.items_by_name()
     assert items["sql[bad-lakers_points]"]["status"] == "failed"
     assert items["sql[bad-heat_city]"]["status"] == "passed"
     assert items["sql[offline-heat_city]"]["status"] == "skipped"
     assert items["sql[broken-heat_city]"]["status"] == "error"
-    data = results(pytester)
+    data = project.results()
     assert data["systems"] == ["good", "bad", "offline", "broken"]
     # Only good and bad have scores, so they are the only pair compared.
     assert list(data["comparisons"]) == ["good_vs_bad"]
@@ -432,19 +431,15 @@ def run(case, context):
 '''
 
 
-def _probe_project(path: Path) -> None:
-    (path / "conftest.py").write_text(PROBE_CONFTEST)
-    (path / "probe_runner.py").write_text(PROBE_RUNNER)
-    (path / "pytest.ini").write_text("[pytest]\n")
-    (path / "pyproject.toml").write_text('[tool.ragbench.thresholds]\n"probe.hit" = 1\n')
-    corpus = path / "test_cases" / "corpus"
-    corpus.mkdir(parents=True)
-    for name, text in DOCUMENTS.items():
-        (corpus / name).write_text(text + "\n")
-    cases = [{"id": i, "kind": "probe", "question": q, "ground_truth": source,
-              "expected_sources": [source]} for i, q, source in QUESTIONS]
-    (path / "test_cases" / "probe.jsonl").write_text(
-        "".join(json.dumps(c) + "\n" for c in cases))
+def _probe_project(pytester: pytest.Pytester) -> RagbenchProject:
+    project = RagbenchProject(pytester).conftest(PROBE_CONFTEST).ini()
+    (project.path / "probe_runner.py").write_text(PROBE_RUNNER)
+    project.pyproject('[tool.ragbench.thresholds]\n"probe.hit" = 1\n')
+    project.corpus({name: text + "\n" for name, text in DOCUMENTS.items()})
+    project.cases("probe.jsonl", [{"id": i, "kind": "probe", "question": q,
+                                   "ground_truth": source, "expected_sources": [source]}
+                                  for i, q, source in QUESTIONS])
+    return project
 
 
 def test_builtin_dense_bm25_hybrid_in_one_run(pytester: pytest.Pytester) -> None:
@@ -455,19 +450,19 @@ def test_builtin_dense_bm25_hybrid_in_one_run(pytester: pytest.Pytester) -> None
     problem = embed_problem()
     if problem:
         pytest.skip(problem)
-    _probe_project(pytester.path)
+    project = _probe_project(pytester)
     with LoopbackServer() as server:
         command = [sys.executable, "-m", "pytest", "--ragbench", "--ragbench-systems",
                    "dense,bm25,hybrid", "--ragbench-llm-url", server.url,
                    "--ragbench-llm-model", "loop"]
-        code, output = run_in_terminal(command, pytester.path)
+        code, output = run_in_terminal(command, project.path)
         assert code == pytest.ExitCode.TESTS_FAILED, output
         asked_first = len(server.requests)
-        items = items_jsonl(pytester)
-        data = json.loads((pytester.path / ".ragbench" / "results.json").read_text())
+        items = project.items()
+        data = project.results()
         failed = sorted(i["nodeid"] for i in items if i["status"] == "failed")
         # --lf reruns only the failures, and the response cache answers every one of them.
-        again, again_output = run_in_terminal([*command, "--lf"], pytester.path)
+        again, again_output = run_in_terminal([*command, "--lf"], project.path)
         assert again == pytest.ExitCode.TESTS_FAILED, again_output
         assert len(server.requests) == asked_first
     assert asked_first >= len(QUESTIONS)  # one generator answered for every system
@@ -494,7 +489,7 @@ def test_builtin_dense_bm25_hybrid_in_one_run(pytester: pytest.Pytester) -> None
     assert failed == sorted(f"test_cases/probe.jsonl::probe[{s}-{i}]"
                             for s, cases in by_system.items()
                             for i, item in cases.items() if item["metrics"]["hit"] == 0)
-    assert sorted(i["nodeid"] for i in items_jsonl(pytester)) == failed  # the --lf run
+    assert sorted(i["nodeid"] for i in project.items()) == failed  # the --lf run
 
     components = data["components"]
     assert "all-MiniLM-L6-v2" in components["embedder"]
@@ -518,14 +513,14 @@ def test_builtin_systems_summary_compares_them(pytester: pytest.Pytester) -> Non
         pytest.skip(problem)
     from pytest_ragbench.system.loopback import LoopbackServer
 
-    _probe_project(pytester.path)
+    project = _probe_project(pytester)
     with LoopbackServer() as server:
-        result = pytester.runpytest_subprocess(
+        result = project.runpytest_subprocess(
             "--ragbench", "--ragbench-systems", "dense,bm25,hybrid", "-p", "no:cacheprovider",
             "-n", "2", "--ragbench-llm-url", server.url, "--ragbench-llm-model", "loop")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    data = results(pytester)
-    items = items_jsonl(pytester)
+    data = project.results()
+    items = project.items()
     assert data["systems"] == ["dense", "bm25", "hybrid"]
     assert list(data["comparisons"]) == ["dense_vs_bm25", "dense_vs_hybrid", "bm25_vs_hybrid"]
     for name, kinds in data["comparisons"].items():

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import XDIST_MODES, failure_section, make_scores_db, ragbench_section
+from tests.project import RagbenchProject
 
 CASES_YAML = """
 kind: sql
@@ -35,16 +36,15 @@ cases:
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
+def project(pytester: pytest.Pytester) -> RagbenchProject:
     """A repository with test_cases/ and a database configured in its ini file."""
-    make_scores_db(pytester.path / "scores.db")
-    pytester.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n")
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "scores.yaml").write_text(CASES_YAML)
-    return pytester
+    project = RagbenchProject(pytester).ini(ragbench_db_url="sqlite:///scores.db")
+    project.scores_db()
+    project.cases("scores.yaml", CASES_YAML)
+    return project
 
 
-def test_cases_become_items_with_readable_node_ids(project: pytest.Pytester) -> None:
+def test_cases_become_items_with_readable_node_ids(project: RagbenchProject) -> None:
     result = project.runpytest("--collect-only", "-q")
     result.stdout.fnmatch_lines([
         "test_cases/scores.yaml::sql_ground_truth[lakers_points]",
@@ -54,7 +54,7 @@ def test_cases_become_items_with_readable_node_ids(project: pytest.Pytester) -> 
     project.runpytest("-q").assert_outcomes(passed=3)
 
 
-def test_select_by_kind_id_and_category_marker(project: pytest.Pytester) -> None:
+def test_select_by_kind_id_and_category_marker(project: RagbenchProject) -> None:
     project.runpytest("-k", "sql_ground_truth", "-q").assert_outcomes(passed=3)
     project.runpytest("-k", "lakers", "-q").assert_outcomes(passed=1)
     project.runpytest("-m", "ranking", "-q", "--strict-markers").assert_outcomes(passed=1)
@@ -63,14 +63,14 @@ def test_select_by_kind_id_and_category_marker(project: pytest.Pytester) -> None
     result.stdout.fnmatch_lines(["@pytest.mark.ragbench:*", "@pytest.mark.vector:*"])
 
 
-def test_evaluation_items_need_the_flag(project: pytest.Pytester) -> None:
+def test_evaluation_items_need_the_flag(project: RagbenchProject) -> None:
     result = project.runpytest("--collect-only", "-q", "--ragbench")
     result.stdout.fnmatch_lines(["test_cases/scores.yaml::sql[lakers_points]"])
     plain = project.runpytest("--collect-only", "-q")
     assert "::sql[" not in plain.stdout.str()
 
 
-def test_reportinfo_points_at_the_case_line(project: pytest.Pytester) -> None:
+def test_reportinfo_points_at_the_case_line(project: RagbenchProject) -> None:
     items, _ = project.inline_genitems()
     locations = {item.name: item.location for item in items}
     lines = CASES_YAML.splitlines()
@@ -80,11 +80,11 @@ def test_reportinfo_points_at_the_case_line(project: pytest.Pytester) -> None:
     assert locations["sql_ground_truth[best_pct]"][2] == "sql_ground_truth: best_pct"
 
 
-def test_failure_shows_sql_and_diff_not_a_traceback(project: pytest.Pytester) -> None:
-    (project.path / "test_cases" / "wrong.yaml").write_text(
+def test_failure_shows_sql_and_diff_not_a_traceback(project: RagbenchProject) -> None:
+    project.cases("wrong.yaml", (
         "- id: wrong\n  question: Lakers points?\n"
         "  expected_sql: SELECT points FROM scores WHERE team = 'Lakers'\n"
-        "  ground_truth_data: {points: 9400}\n")
+        "  ground_truth_data: {points: 9400}\n"))
     result = project.runpytest("-q", "test_cases/wrong.yaml")
     result.assert_outcomes(failed=1)
     section = failure_section(result.stdout.str(), "sql_ground_truth: wrong")
@@ -113,13 +113,12 @@ WRITES = [
 
 
 def test_writing_statements_are_refused_and_the_file_is_untouched(
-        project: pytest.Pytester) -> None:
+        project: RagbenchProject) -> None:
     db = project.path / "scores.db"
     before = hashlib.sha256(db.read_bytes()).hexdigest()
     cases = [{"id": f"w{i}", "kind": "sql", "question": "write?", "expected_sql": sql,
               "ground_truth_data": []} for i, sql in enumerate(WRITES)]
-    (project.path / "test_cases" / "writes.jsonl").write_text(
-        "\n".join(json.dumps(c) for c in cases))
+    project.cases("writes.jsonl", "\n".join(json.dumps(c) for c in cases))
     # -rN: no short summary, so each refusal is printed once, in its failure section
     result = project.runpytest("-q", "-rN", "test_cases/writes.jsonl")
     result.assert_outcomes(failed=len(WRITES))
@@ -159,11 +158,11 @@ BAD_INPUT = {
 }
 
 
-def test_bad_input_gives_clear_errors_and_the_rest_runs(project: pytest.Pytester) -> None:
+def test_bad_input_gives_clear_errors_and_the_rest_runs(project: RagbenchProject) -> None:
     for name, text in BAD_INPUT.items():
-        (project.path / "test_cases" / name).write_text(text)
-    project.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n"
-                    "ragbench_dbs =\n    missing_db = sqlite:///nowhere/missing.db\n")
+        project.cases(name, text)
+    project.ini("ragbench_dbs =\n    missing_db = sqlite:///nowhere/missing.db\n",
+                ragbench_db_url="sqlite:///scores.db")
     result = project.runpytest("-q", "-rfE")
     output = result.stdout.str()
     assert "INTERNALERROR" not in output
@@ -182,10 +181,10 @@ def test_bad_input_gives_clear_errors_and_the_rest_runs(project: pytest.Pytester
 
 def test_unreachable_default_database_is_one_clear_failure_per_item(
         pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nragbench_db_url = postgresql+psycopg2://u:secret@127.0.0.1:1/x\n")
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "c.yaml").write_text(CASES_YAML)
-    result = pytester.runpytest("-q")
+    project = RagbenchProject(pytester)
+    project.ini(ragbench_db_url="postgresql+psycopg2://u:secret@127.0.0.1:1/x")
+    project.cases("c.yaml", CASES_YAML)
+    result = project.runpytest("-q")
     result.assert_outcomes(failed=3)
     output = result.stdout.str()
     assert "database error" in output and "INTERNALERROR" not in output
@@ -193,18 +192,18 @@ def test_unreachable_default_database_is_one_clear_failure_per_item(
 
 
 def test_duplicate_ids_fail_naming_both_lines_and_the_rest_runs(
-        project: pytest.Pytester) -> None:
-    (project.path / "test_cases" / "dup.yaml").write_text(
+        project: RagbenchProject) -> None:
+    project.cases("dup.yaml", (
         "- {id: same, question: q, expected_sql: SELECT 1 AS n, ground_truth_data: {n: 1}}\n"
         "- {id: other, question: q, expected_sql: SELECT 2 AS n, ground_truth_data: {n: 2}}\n"
-        "- {id: same, question: q2, expected_sql: SELECT 3 AS n, ground_truth_data: {n: 3}}\n")
+        "- {id: same, question: q2, expected_sql: SELECT 3 AS n, ground_truth_data: {n: 3}}\n"))
     result = project.runpytest("-q", "-k", "sql_ground_truth")
     result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(["*test_cases/dup.yaml:3: field 'id': duplicate id 'same': "
                                  "first defined on line 1, again on line 3*"])
 
 
-def test_summary_counts_kinds_and_categories(project: pytest.Pytester) -> None:
+def test_summary_counts_kinds_and_categories(project: RagbenchProject) -> None:
     lines = ragbench_section(project.runpytest("-q").stdout.str())
     assert lines[0].split() == ["kind", "category", "items", "passed", "failed", "warning",
                                 "error", "skipped", "lost"]
@@ -213,11 +212,11 @@ def test_summary_counts_kinds_and_categories(project: pytest.Pytester) -> None:
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=["plain", "n2", "no-xdist"])
-def test_summary_is_the_same_with_and_without_xdist(project: pytest.Pytester,
+def test_summary_is_the_same_with_and_without_xdist(project: RagbenchProject,
                                                     mode: tuple[str, ...]) -> None:
-    (project.path / "test_cases" / "wrong.yaml").write_text(
+    project.cases("wrong.yaml", (
         "- id: wrong\n  question: q\n  expected_sql: SELECT 1 AS n\n"
-        "  ground_truth_data: {n: 2}\n  category: aggregation\n")
+        "  ground_truth_data: {n: 2}\n  category: aggregation\n"))
     result = project.runpytest_subprocess("-q", *mode)
     result.assert_outcomes(passed=3, failed=1)
     assert ragbench_section(result.stdout.str()) == [
@@ -229,7 +228,7 @@ def test_summary_is_the_same_with_and_without_xdist(project: pytest.Pytester,
     ]
 
 
-def test_records_travel_on_reports_and_into_junit(project: pytest.Pytester) -> None:
+def test_records_travel_on_reports_and_into_junit(project: RagbenchProject) -> None:
     result = project.runpytest_subprocess("-q", "-n", "2", "--junitxml=out.xml")
     result.assert_outcomes(passed=3)
     xml = (project.path / "out.xml").read_text()
@@ -238,14 +237,14 @@ def test_records_travel_on_reports_and_into_junit(project: pytest.Pytester) -> N
 
 
 def test_cases_outside_testpaths_are_still_collected(pytester: pytest.Pytester) -> None:
-    make_scores_db(pytester.path / "scores.db")
-    pytester.makeini("[pytest]\ntestpaths = tests\nragbench_db_url = sqlite:///scores.db\n")
-    pytester.mkdir("tests")
-    (pytester.path / "tests" / "test_x.py").write_text("def test_ok():\n    pass\n")
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "c.yaml").write_text(CASES_YAML)
-    pytester.runpytest("-q").assert_outcomes(passed=4)
-    pytester.runpytest("-q", "tests").assert_outcomes(passed=1)  # explicit paths win
+    project = RagbenchProject(pytester).ini(testpaths="tests",
+                                            ragbench_db_url="sqlite:///scores.db")
+    project.scores_db()
+    project.mkdir("tests")
+    (project.path / "tests" / "test_x.py").write_text("def test_ok():\n    pass\n")
+    project.cases("c.yaml", CASES_YAML)
+    project.runpytest("-q").assert_outcomes(passed=4)
+    project.runpytest("-q", "tests").assert_outcomes(passed=1)  # explicit paths win
 
 
 def test_data_files_elsewhere_are_not_taken_for_cases(pytester: pytest.Pytester) -> None:

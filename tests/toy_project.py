@@ -1,4 +1,4 @@
-"""Shared by the ``test_report_*`` modules (no tests here): a project with a test-only kind.
+"""A toy ragbench project for the report tests: a test-only kind, a lookup-table system.
 
 The ``toy`` kind (cases and items, added through ``pytest_ragbench_item_kinds`` as a
 plugin would) reads ``toy`` cases; a lookup-table system answers (overriding
@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.project import RagbenchProject
 
 CONFTEST = '''
 import json
@@ -151,33 +153,18 @@ def toy_cases(count: int, seed: int = 7) -> tuple[list[dict[str, Any]], dict[str
 def make_toy_project(pytester: pytest.Pytester, count: int = 30,
                      extra_cases: list[dict[str, Any]] | None = None,
                      pyproject: str = "", ini: str = "[pytest]\n",
-                     conftest: str = "") -> pytest.Pytester:
+                     conftest: str = "") -> RagbenchProject:
     """A project with ``count`` toy cases in ``test_cases/toy.jsonl`` (``conftest``: added code)."""
     cases, answers = toy_cases(count)
     for extra in extra_cases or []:
         cases.append(extra)
         answers.setdefault(extra["question"], extra["ground_truth"])
-    pytester.makeconftest(CONFTEST + conftest)
-    (pytester.path / "toy_runner.py").write_text(RUNNER)
-    (pytester.path / "answers.data").write_text(json.dumps(answers))
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "toy.jsonl").write_text(
-        "".join(json.dumps(c) + "\n" for c in cases))
-    pytester.makefile(".toml", pyproject=pyproject or "[tool.ragbench]\n")
-    pytester.makeini(ini)
-    return pytester
-
-
-def results(pytester: pytest.Pytester, folder: str = ".ragbench") -> dict[str, Any]:
-    """The session's ``results.json``."""
-    data: dict[str, Any] = json.loads((pytester.path / folder / "results.json").read_text())
-    return data
-
-
-def items_jsonl(pytester: pytest.Pytester, folder: str = ".ragbench") -> list[dict[str, Any]]:
-    """The session's ``items.jsonl`` records."""
-    text = (pytester.path / folder / "items.jsonl").read_text()
-    return [json.loads(line) for line in text.splitlines()]
+    project = RagbenchProject(pytester).conftest(CONFTEST + conftest).ini(ini)
+    (project.path / "toy_runner.py").write_text(RUNNER)
+    (project.path / "answers.data").write_text(json.dumps(answers))
+    project.cases("toy.jsonl", cases)
+    project.pyproject(pyproject or "[tool.ragbench]\n")
+    return project
 
 
 TIMING_KEYS = ("duration", "latency_s", "latency_p50_s", "latency_p95_s", "service_s",

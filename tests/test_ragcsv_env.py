@@ -13,6 +13,7 @@ import pytest
 from pytest_ragbench.formats.ragcsv import read_ragcsv
 from pytest_ragbench.report.ragcsv_progress import Tally
 from tests.helpers import XDIST_MODES
+from tests.project import RagbenchProject
 
 ROWS = [("Paris", "France", "Paris is the capital of France.", "What is the capital of France?"),
         ("Berlin", "Germany", "Berlin is the capital of Germany.",
@@ -97,7 +98,7 @@ def test_a_row_with_too_few_columns_lists_all_five(tmp_path: Path) -> None:
         "answer, 1: fragments, 2: hallucination note, 3: timestamp, 4: question)")
 
 
-def test_the_progress_line_is_seed_003s() -> None:
+def test_the_progress_line_counts_accuracy_and_passes() -> None:
     tally = Tally(total=100)
     for accuracy in [100.0] * 28 + [0.0] * 10 + [None] * 4:
         tally.add({"metrics": {} if accuracy is None else {"accuracy": accuracy}})
@@ -107,36 +108,35 @@ def test_the_progress_line_is_seed_003s() -> None:
     assert strict.line(0) == "[00:00:00] 1/2 | Avg Acc=80.0% | Pass(>=90%)=0/1"
 
 
-def _project(pytester: pytest.Pytester) -> Path:
-    """Cases outside test_cases: the RAGCSV file comes from RAGCSV_FILE."""
-    pytester.makeconftest(CONFTEST)
-    pytester.mkdir("test_cases")
-    data = pytester.mkdir("data")
-    (data / "eval.csv").write_text(ragcsv_text(header=True))
-    return data / "eval.csv"
+def _project(pytester: pytest.Pytester) -> RagbenchProject:
+    """Cases outside test_cases: the RAGCSV file (data/eval.csv) comes from RAGCSV_FILE."""
+    project = RagbenchProject(pytester).conftest(CONFTEST)
+    project.cases_dir()
+    (project.mkdir("data") / "eval.csv").write_text(ragcsv_text(header=True))
+    return project
 
 
-def _calls(pytester: pytest.Pytester) -> list[dict[str, object]]:
+def _calls(project: RagbenchProject) -> list[dict[str, object]]:
     return [json.loads(line) for line in
-            (pytester.path / "calls.log").read_text().splitlines()]
+            (project.path / "calls.log").read_text().splitlines()]
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=["default", "xdist", "no-xdist"])
-def test_the_environment_variables_of_seed_003(pytester: pytest.Pytester,
+def test_the_ragcsv_environment_variables(pytester: pytest.Pytester,
                                                monkeypatch: pytest.MonkeyPatch,
                                                mode: tuple[str, ...]) -> None:
-    _project(pytester)
+    project = _project(pytester)
     for name, value in {"RAGCSV_FILE": "data/eval.csv", "RAGCSV_LIMIT": "2",
                         "RAGCSV_MAX_TOKENS": "33", "RAGCSV_CONCURRENCY": "3",
                         "RAGCSV_MODEL": "granite", "RAGCSV_DEBUG": "1"}.items():
         monkeypatch.setenv(name, value)
-    result = pytester.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider", *mode)
+    result = project.runpytest_subprocess("--ragbench", "-p", "no:cacheprovider", *mode)
     # the first two rows of the file (xdist's workers deselect: the controller counts none)
     result.assert_outcomes(passed=2, deselected=0 if mode == ("-n", "2") else 1)
-    calls = _calls(pytester)
+    calls = _calls(project)
     assert sorted(c["question"] for c in calls) == sorted([ROWS[0][3], ROWS[1][3]])
     assert {c["params"]["max_tokens"] for c in calls} == {33}  # type: ignore[index]
-    config = json.loads((pytester.path / ".ragbench" / "results.json").read_text())["config"]
+    config = project.results()["config"]
     assert (config["concurrency"], config["llm_model"], config["judge_model"],
             config["limit"], config["max_tokens"]) == (3, "granite", "granite", 2, 33)
     result.stdout.fnmatch_lines([
@@ -158,47 +158,44 @@ def test_the_environment_variables_of_seed_003(pytester: pytest.Pytester,
 
 def test_flags_and_ini_keys_win_over_the_environment(pytester: pytest.Pytester,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    _project(pytester)
+    project = _project(pytester)
     monkeypatch.setenv("RAGCSV_FILE", "data/eval.csv")
     monkeypatch.setenv("RAGCSV_LIMIT", "2")
     monkeypatch.setenv("RAGCSV_CONCURRENCY", "3")
-    pytester.makeini("[pytest]\nragbench_concurrency = 5\n")
-    result = pytester.runpytest("--ragbench", "-p", "no:cacheprovider", "--ragbench-limit=1")
+    project.ini(ragbench_concurrency=5)
+    result = project.runpytest("--ragbench", "-p", "no:cacheprovider", "--ragbench-limit=1")
     result.assert_outcomes(passed=1, deselected=2)
-    config = json.loads((pytester.path / ".ragbench" / "results.json").read_text())["config"]
+    config = project.results()["config"]
     assert (config["limit"], config["concurrency"], config["max_tokens"]) == (1, 5, None)
-    assert {c["params"]["max_tokens"] for c in _calls(pytester)} == {512}  # type: ignore[index]
+    assert {c["params"]["max_tokens"] for c in _calls(project)} == {512}  # type: ignore[index]
     result.stdout.fnmatch_lines(["ragcsv [[]*] 1/1 | Avg Acc=*% | Pass(>=75%)=*/1"])
     assert "RAGCSV_DEBUG" not in result.stdout.str()
 
     monkeypatch.setenv("RAGCSV_LIMIT", "all")
-    result = pytester.runpytest("--ragbench", "-p", "no:cacheprovider")
+    result = project.runpytest("--ragbench", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*RAGCSV_LIMIT must be a positive integer, got 'all'*"])
     monkeypatch.setenv("RAGCSV_LIMIT", "2")
     monkeypatch.setenv("RAGCSV_FILE", "data/missing.csv")
-    result = pytester.runpytest("--ragbench", "-p", "no:cacheprovider")
+    result = project.runpytest("--ragbench", "-p", "no:cacheprovider")
     result.stderr.fnmatch_lines(["*RAGCSV_FILE=data/missing.csv: no such file*"])
 
 
 def test_the_limit_applies_to_every_kind_and_keeps_whole_cases(
         pytester: pytest.Pytester) -> None:
     """Per file: the first N cases, with every item of each (ground truth and evaluation)."""
-    from tests.helpers import make_scores_db
-
-    make_scores_db(pytester.path / "scores.db")
-    pytester.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n")
-    pytester.mkdir("test_cases")
+    project = RagbenchProject(pytester).ini(ragbench_db_url="sqlite:///scores.db")
+    project.scores_db()
     cases = "kind: sql\ncases:\n" + "".join(
         f"  - id: q{i}\n    question: Points of team {i}?\n"
         f"    expected_sql: SELECT {i} AS n\n    ground_truth_data: {{n: {i}}}\n"
         for i in range(4))
-    (pytester.path / "test_cases" / "a.yaml").write_text(cases)
-    (pytester.path / "test_cases" / "b.yaml").write_text(cases)
-    result = pytester.runpytest("--ragbench", "--ragbench-limit=2", "--collect-only", "-q",
-                                "-p", "no:cacheprovider")
+    project.cases("a.yaml", cases)
+    project.cases("b.yaml", cases)
+    result = project.runpytest("--ragbench", "--ragbench-limit=2", "--collect-only", "-q",
+                               "-p", "no:cacheprovider")
     ids = sorted(line for line in result.stdout.lines if "::" in line)
     assert ids == sorted(f"test_cases/{f}.yaml::{kind}[q{i}]" for f in "ab" for i in range(2)
                          for kind in ("sql", "sql_ground_truth"))
-    result = pytester.runpytest("--ragbench-limit=3", "-p", "no:cacheprovider")
+    result = project.runpytest("--ragbench-limit=3", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=6, deselected=2)

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from tests.helpers import failure_section, make_scores_db, ragbench_section
+from tests.helpers import failure_section, ragbench_section
+from tests.project import RagbenchProject
 
 CASES = """
 kind: hybrid
@@ -34,15 +35,14 @@ cases:
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    make_scores_db(pytester.path / "scores.db")
-    pytester.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n")
-    pytester.mkdir("test_cases")
-    (pytester.path / "test_cases" / "hybrid.yaml").write_text(CASES)
-    return pytester
+def project(pytester: pytest.Pytester) -> RagbenchProject:
+    project = RagbenchProject(pytester).ini(ragbench_db_url="sqlite:///scores.db")
+    project.scores_db()
+    project.cases("hybrid.yaml", CASES)
+    return project
 
 
-def test_pass_fail_and_warning(project: pytest.Pytester) -> None:
+def test_pass_fail_and_warning(project: RagbenchProject) -> None:
     result = project.runpytest("-q", "-k", "hybrid_ground_truth")
     result.assert_outcomes(passed=3, failed=1)
     output = result.stdout.str()
@@ -57,7 +57,7 @@ def test_pass_fail_and_warning(project: pytest.Pytester) -> None:
                                 "0"]
 
 
-def test_verify_hybrid_prints_the_summary(project: pytest.Pytester) -> None:
+def test_verify_hybrid_prints_the_summary(project: RagbenchProject) -> None:
     result = subprocess.run([sys.executable, "-m", "pytest_ragbench", "verify", "hybrid"],
                             cwd=project.path, capture_output=True, text=True, check=False)
     assert result.returncode == 1
