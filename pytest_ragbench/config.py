@@ -125,6 +125,14 @@ class RagbenchConfig:
         }
 
 
+CONFIG_KEY = pytest.StashKey[RagbenchConfig]()
+
+
+def get_config(config: pytest.Config) -> RagbenchConfig:
+    """The session's :class:`RagbenchConfig`."""
+    return config.stash[CONFIG_KEY]
+
+
 def mask_url(url: str | None) -> str | None:
     """Hide a password embedded in a URL (``scheme://user:***@host``)."""
     if not url or "@" not in url or "://" not in url:

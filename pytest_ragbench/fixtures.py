@@ -17,7 +17,7 @@ from pytest_ragbench.config import RagbenchConfig
 @pytest.fixture(scope="session")
 def ragbench_config(request: pytest.FixtureRequest) -> RagbenchConfig:
     """The session's resolved settings (flags, ini keys, ragbench.toml)."""
-    from pytest_ragbench.plugin import get_config
+    from pytest_ragbench.config import get_config
 
     return get_config(request.config)
 

@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 
 from pytest_ragbench import options
-from pytest_ragbench.config import RagbenchConfig, build_config
+from pytest_ragbench.config import CONFIG_KEY, RagbenchConfig, build_config, get_config
 from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.records import REPORT_ATTRIBUTE
+from pytest_ragbench.report import REPORT_MARKER
 
-CONFIG_KEY = pytest.StashKey[RagbenchConfig]()
-REPORT_MARKER = ".ragbench-report"  # a file the report writes into its dir
 LOCATIONS_KEY = pytest.StashKey[Any]()
 SEEN_KEY = pytest.StashKey[Any]()
 # The run (report/journal.py, interruption.py, resume.py), in every process of the session:
@@ -138,11 +137,6 @@ def _add_case_paths(config: pytest.Config, settings: RagbenchConfig) -> None:
         if path.exists() and not covered:
             config.args.append(str(path))
             current.append(path)
-
-
-def get_config(config: pytest.Config) -> RagbenchConfig:
-    """The session's :class:`RagbenchConfig`."""
-    return config.stash[CONFIG_KEY]
 
 
 def _locations(config: pytest.Config) -> Any:

@@ -27,8 +27,7 @@ import pytest
 
 from pytest_ragbench.cases.model import BeirCase
 from pytest_ragbench.errors import CaseError, RagbenchError
-from pytest_ragbench.items import RunContext
-from pytest_ragbench.records import Outcome
+from pytest_ragbench.kinds.contract import Outcome, RunContext
 
 TOP_K = 100  # documents retrieved per query: enough for R@100 and nDCG@100
 ITEM_MEASURES = ("nDCG@10", "R@10", "R@100", "MRR")

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_ragbench.cases.model import HybridCase
-from pytest_ragbench.items import RunContext
 from pytest_ragbench.kinds.answer_common import (
     Scores,
     retrieval_k,
@@ -28,8 +27,8 @@ from pytest_ragbench.kinds.answer_common import (
     shorten,
     usage_of,
 )
+from pytest_ragbench.kinds.contract import Outcome, RunContext
 from pytest_ragbench.metrics.registry import Unscored
-from pytest_ragbench.records import Outcome
 
 
 def run(case: HybridCase, context: RunContext) -> Outcome:

@@ -16,10 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_ragbench.cases.model import MemoryCase
-from pytest_ragbench.items import RunContext
 from pytest_ragbench.kinds.answer_common import judge_relevance
+from pytest_ragbench.kinds.contract import Outcome, RunContext
 from pytest_ragbench.metrics.registry import Unscored
-from pytest_ragbench.records import Outcome
 
 
 def run(case: MemoryCase, context: RunContext) -> Outcome:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.items import RunContext
+from pytest_ragbench.kinds.contract import RunContext
 from pytest_ragbench.system.protocols import Answer, Context
 
 ROLE = "passage answers"

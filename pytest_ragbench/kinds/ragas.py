@@ -55,8 +55,9 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.cases.model import RagasCase
-from pytest_ragbench.items import CaseItem, RunContext
+from pytest_ragbench.items import CaseItem
 from pytest_ragbench.kinds.answer_common import agenerate, call_usage, usage_of
+from pytest_ragbench.kinds.contract import Outcome, RunContext
 from pytest_ragbench.kinds.passages import (
     acall_answer_from,
     describe_answerer,
@@ -66,7 +67,6 @@ from pytest_ragbench.kinds.passages import (
 from pytest_ragbench.metrics.judged import JUDGED_METRICS, JudgedScores, ajudged_result
 from pytest_ragbench.metrics.registry import Score, Unscored
 from pytest_ragbench.metrics.repeated import JudgeSettings
-from pytest_ragbench.records import Outcome
 from pytest_ragbench.system.prompts import ANSWER_MAX_TOKENS
 from pytest_ragbench.system.protocols import Answer, Context
 
@@ -351,7 +351,7 @@ def _stage(context: RunContext, models: Models) -> Any:
 
 
 def _start_stage(context: RunContext, models: Models) -> Any:
-    from pytest_ragbench.plugin import get_config
+    from pytest_ragbench.config import get_config
     from pytest_ragbench.system.prefetch import Prefetcher
 
     assert context.request is not None

@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.cases.model import RagcsvCase
-from pytest_ragbench.items import RunContext
 from pytest_ragbench.kinds.answer_common import agenerate, call_usage, calls_usage
+from pytest_ragbench.kinds.contract import Outcome, RunContext
 from pytest_ragbench.kinds.passages import (
     acall_answer_from,
     describe_answerer,
@@ -40,7 +40,6 @@ from pytest_ragbench.kinds.passages import (
     record_answerer,
 )
 from pytest_ragbench.metrics.repeated import JudgeSettings
-from pytest_ragbench.records import Outcome
 from pytest_ragbench.system.prompts import SYSTEM_INSTRUCTION
 from pytest_ragbench.system.protocols import Context
 

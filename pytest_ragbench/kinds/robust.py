@@ -33,8 +33,7 @@ import pytest
 
 from pytest_ragbench import thresholds as thresholds_mod
 from pytest_ragbench.config import RagbenchConfig
-from pytest_ragbench.items import RunContext
-from pytest_ragbench.records import Outcome
+from pytest_ragbench.kinds.contract import Outcome, RunContext
 from pytest_ragbench.robust import evidence as keys
 from pytest_ragbench.robust.checker import Checker, Observation, Observe
 from pytest_ragbench.robust.perturb import Perturbed, not_applicable, strategy_for

@@ -34,7 +34,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_ragbench.cases.model import VectorCase
-from pytest_ragbench.items import RunContext
 from pytest_ragbench.kinds.answer_common import (
     Scores,
     history_text,
@@ -47,9 +46,9 @@ from pytest_ragbench.kinds.answer_common import (
     shorten,
     usage_of,
 )
+from pytest_ragbench.kinds.contract import Outcome, RunContext
 from pytest_ragbench.kinds.decline import injection_in, obeyed, refusal_phrase
 from pytest_ragbench.metrics.registry import Score, Unscored
-from pytest_ragbench.records import Outcome
 
 
 def run(case: VectorCase, context: RunContext) -> Outcome:

@@ -18,3 +18,5 @@
 Only :mod:`.session` and :mod:`.components` are imported at pytest start-up; the rest
 (numpy, scipy, matplotlib) is imported at session end, and only when there are records.
 """
+
+REPORT_MARKER = ".ragbench-report"  # a file the report writes into its dir

@@ -201,8 +201,7 @@ def write_all(document: dict[str, Any], records: list[ItemRecord], settings: Rag
     still written; a report file that could not be replaced is removed, so that no
     file of an earlier run sits beside this run's as if it were current.
     """
-    from pytest_ragbench.plugin import REPORT_MARKER
-    from pytest_ragbench.report import beir, runs
+    from pytest_ragbench.report import REPORT_MARKER, beir, runs
 
     problems = [] if problems is None else problems
     folder = settings.report_dir

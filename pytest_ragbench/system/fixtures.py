@@ -158,7 +158,7 @@ def ragbench_retriever(request: pytest.FixtureRequest, ragbench_embedder: Embedd
 
 
 def _qdrant_configured(request: pytest.FixtureRequest) -> bool:
-    from pytest_ragbench.plugin import get_config
+    from pytest_ragbench.config import get_config
 
     settings = get_config(request.config)
     return bool(settings.qdrant_url or settings.qdrant_path)
@@ -327,7 +327,7 @@ def ragbench_system(request: pytest.FixtureRequest, ragbench_retriever: Retrieve
 
 def _max_tokens(request: pytest.FixtureRequest) -> int:
     """The embedded system's answer cap: ``--ragbench-max-tokens``, else its default."""
-    from pytest_ragbench.plugin import get_config
+    from pytest_ragbench.config import get_config
     from pytest_ragbench.system.prompts import ANSWER_MAX_TOKENS
 
     return get_config(request.config).max_tokens or ANSWER_MAX_TOKENS

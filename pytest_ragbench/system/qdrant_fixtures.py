@@ -42,7 +42,7 @@ def configured(settings: RagbenchConfig) -> bool:
 
 def location(config: pytest.Config) -> QdrantLocation:
     """The session's Qdrant location (local mode in memory when none was given)."""
-    from pytest_ragbench.plugin import get_config
+    from pytest_ragbench.config import get_config
 
     settings = get_config(config)
     timeout_s, retries = settings.timeout_s, settings.retries
@@ -72,7 +72,7 @@ def connection(config: pytest.Config) -> QdrantConnection:
 def qdrant_retriever(request: pytest.FixtureRequest, documents: Sequence[Document],
                      mode: str = "hybrid") -> Any:
     """A Qdrant retriever of ``mode`` indexed on ``documents`` (or :class:`Unavailable`)."""
-    from pytest_ragbench.plugin import get_config
+    from pytest_ragbench.config import get_config
     from pytest_ragbench.report.progress import progress_bar
     from pytest_ragbench.system.qdrant import QdrantRetriever
 
