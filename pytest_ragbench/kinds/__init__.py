@@ -32,6 +32,8 @@ from pytest_ragbench.errors import ConfigError, did_you_mean
 VERIFICATION = "verification"
 EVALUATION = "evaluation"
 ANY_CASE_KIND = "*"  # an item kind made from cases of several kinds
+# Fields every case has, whatever its kind (a kind's schema may not redefine them).
+COMMON_FIELDS = ("id", "kind", "category", "tags", "thresholds", "cluster", "human")
 
 
 def _resolve(reference: Any) -> Any:
@@ -363,7 +365,6 @@ def _add(definition: CaseKind | ItemKind, case_kinds: dict[str, CaseKind],
 
 def _check(found: KindRegistry, definitions: list[CaseKind | ItemKind]) -> None:
     """Check the kinds a plugin added, and register the metrics they bring."""
-    from pytest_ragbench.cases.build import COMMON_FIELDS
     from pytest_ragbench.metrics.registry import REGISTRY, DuplicateMetricError
 
     for definition in definitions:

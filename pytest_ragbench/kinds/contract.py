@@ -78,7 +78,7 @@ class RunContext:
         if self.system_name is None:
             system = self.fixture("ragbench_system")
             if self.request is not None:  # an overridden fixture names no component itself
-                from pytest_ragbench.report.components import name_component
+                from pytest_ragbench.system.components import name_component
 
                 name_component(self.request.config, "system", system)
             return system

@@ -84,7 +84,7 @@ def record_answerer(context: RunContext, text: str) -> None:
     """Name who answers from passages in the session's components (the report)."""
     if context.request is None:
         return
-    from pytest_ragbench.report.components import set_component
+    from pytest_ragbench.system.components import set_component
 
     role = f"{ROLE} [{context.system_name}]" if context.system_name else ROLE
     set_component(context.request.config, role, text)

@@ -286,7 +286,7 @@ def failure_lines(label_file: LabelFile | None) -> list[str]:
 
 def lines(document: dict[str, Any]) -> list[str]:
     """The calibration table and the label summary for the terminal section."""
-    from pytest_ragbench.report.terminal import table
+    from pytest_ragbench.report.text import table
 
     out: list[str] = []
     block = document.get("judge_calibration") or {}
@@ -311,7 +311,7 @@ def lines(document: dict[str, Any]) -> list[str]:
 
 
 def _row(kind: str, metric: str, cell: dict[str, Any]) -> list[str]:
-    from pytest_ragbench.report.terminal import interval, num, signed
+    from pytest_ragbench.report.text import interval, num, signed
 
     bias = "-" if cell["bias"] is None else \
         f"{signed(cell['bias'])} {interval(cell['bias_ci_low'], cell['bias_ci_high'])}"

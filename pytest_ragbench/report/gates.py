@@ -181,7 +181,7 @@ def regressions(comparisons: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 def regression_line(c: dict[str, Any], baseline: str) -> str:
     """One line naming a metric that is significantly worse than the baseline."""
     where = f" [system={c['system']}]" if c.get("system") else ""
-    from pytest_ragbench.report.terminal import effect, p_text, signed
+    from pytest_ragbench.report.text import effect, p_text, signed
 
     ci = "no CI" if c["ci_low"] is None else \
         f"95% CI [{signed(c['ci_low'])}, {signed(c['ci_high'])}]"

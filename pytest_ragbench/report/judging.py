@@ -128,7 +128,7 @@ def failure_line(kind: str, metric: str, entry: dict[str, Any], limit: float) ->
 
 def lines(document: dict[str, Any]) -> list[str]:
     """The terminal block: per judged metric, scored and unscored counts, self-consistency."""
-    from pytest_ragbench.report.terminal import num, percent, table
+    from pytest_ragbench.report.text import num, percent, table
 
     judge = document.get("judge") or {}
     metrics = judge.get("metrics") or {}

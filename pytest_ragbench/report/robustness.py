@@ -124,7 +124,7 @@ def worst_lines(document: dict[str, Any]) -> list[str]:
 
 def lines(document: dict[str, Any]) -> list[str]:
     """The terminal part: the table, then the worst cases with their minimal failing question."""
-    from pytest_ragbench.report.terminal import table
+    from pytest_ragbench.report.text import table
 
     part = document.get("robustness") or {}
     if not part:

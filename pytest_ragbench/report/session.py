@@ -24,9 +24,9 @@ import pytest
 from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.records import REPORT_ATTRIBUTE, ItemRecord
-from pytest_ragbench.report import components as components_mod
 from pytest_ragbench.report import journal as journal_mod
 from pytest_ragbench.report.interruption import RunStatus, SignalWatch, run_status
+from pytest_ragbench.system import components as components_mod
 
 PHASES = ("setup", "call", "teardown")
 WORKER_INPUT_KEY = "ragbench_run"  # config.workerinput: the run id, journal, resume point

