@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
+from pytest_ragbench.config import get_config
 from pytest_ragbench.errors import CaseError
+from pytest_ragbench.kinds import registry
 
 DATA_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
 PYTHON_CASES = "_test_cases.py"
@@ -122,9 +124,7 @@ class CaseFile(pytest.File):
         from pytest_ragbench.cases.build import build_cases
         from pytest_ragbench.cases.loaders import read_case_file
         from pytest_ragbench.cases.model import Case
-        from pytest_ragbench.config import get_config
         from pytest_ragbench.items import CaseItem, InvalidCaseItem, systems_for
-        from pytest_ragbench.kinds import registry
         from pytest_ragbench.robust.collect import robust_items
 
         shown = display_path(self.path, self.config)
@@ -201,7 +201,6 @@ def ragcsv_stem(path: Path) -> str:
 
 
 def _systems(config: pytest.Config, item_kind: Any) -> tuple[str | None, ...]:
-    from pytest_ragbench.config import get_config
     from pytest_ragbench.items import systems_for
 
     return systems_for(item_kind, get_config(config).systems, config=config)
@@ -238,10 +237,8 @@ class BeirQrels(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         """Yield the items in the order of the qrels file."""
         from pytest_ragbench.cases.model import BeirCase
-        from pytest_ragbench.config import get_config
         from pytest_ragbench.formats.beir import QrelsLines, corpus_ids, read_qrels, read_queries
         from pytest_ragbench.items import CaseItem, InvalidCaseItem
-        from pytest_ragbench.kinds import registry
         from pytest_ragbench.robust.collect import robust_items
 
         folder = self.path.parent.parent
@@ -343,7 +340,6 @@ class RagcsvFile(pytest.File):
         from pytest_ragbench.cases.model import RagcsvCase, RagcsvFragment
         from pytest_ragbench.formats.ragcsv import read_ragcsv
         from pytest_ragbench.items import CaseItem, InvalidCaseItem
-        from pytest_ragbench.kinds import registry
 
         stem = ragcsv_stem(self.path)
         shown = display_path(self.path, self.config)

@@ -11,14 +11,13 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.config import RagbenchConfig
+from pytest_ragbench.config import RagbenchConfig, get_config
+from pytest_ragbench.errors import ConfigError
 
 
 @pytest.fixture(scope="session")
 def ragbench_config(request: pytest.FixtureRequest) -> RagbenchConfig:
     """The session's resolved settings (flags, ini keys, ragbench.toml)."""
-    from pytest_ragbench.config import get_config
-
     return get_config(request.config)
 
 
@@ -59,7 +58,6 @@ class Databases:
 
     def engine(self, name: str | None = None) -> Any:
         """The engine for ``name`` (the default database when None); raises DatabaseError."""
-        from pytest_ragbench.errors import ConfigError
         from pytest_ragbench.sql.engine import DatabaseError, open_read_only
 
         if name is None:

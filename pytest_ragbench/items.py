@@ -18,10 +18,15 @@ import pytest
 
 from pytest_ragbench import thresholds as thresholds_mod
 from pytest_ragbench.cases.model import Case
+from pytest_ragbench.config import get_config
 from pytest_ragbench.errors import CaseError, RagbenchError
 from pytest_ragbench.kinds import ANY_CASE_KIND, EVALUATION, ItemKind
 from pytest_ragbench.kinds.contract import Outcome, RunContext
+from pytest_ragbench.metrics.repeated import inconclusive
 from pytest_ragbench.records import ItemRecord
+from pytest_ragbench.system.checks import SPECS, require
+from pytest_ragbench.system.fixtures import ANSWER_REQUEST, without_answer_from
+from pytest_ragbench.system.protocols import AnswerRequest
 
 
 class CaseFailed(Exception):
@@ -70,8 +75,6 @@ def systems_for(item_kind: ItemKind, systems: tuple[str, ...], case: Any = None,
             or item_kind.name in SYSTEM_INDEPENDENT_KINDS or scored_as_given(item_kind, case):
         return (None,)
     if config is not None and answered_from_passages(item_kind, case):
-        from pytest_ragbench.system.fixtures import without_answer_from
-
         unable = without_answer_from(config)
         return tuple(s for s in systems if s not in unable) or (None,)
     return tuple(systems)
@@ -142,8 +145,6 @@ def answer_request(case: Case) -> Any:
     A RAGAS sample that carries its contexts is not asked this way: it is scored as given,
     or answered from those contexts (kinds/passages.py).
     """
-    from pytest_ragbench.system.protocols import AnswerRequest
-
     question = getattr(case, "question", None)
     if not question or (case.kind == "ragas" and getattr(case, "contexts", None)):
         return None
@@ -184,8 +185,6 @@ class CaseItem(pytest.Function):
         asks = "ragbench_system" in item_kind.fixtures
         request = answer_request(case) if asks else None
         if request is not None:
-            from pytest_ragbench.system.fixtures import ANSWER_REQUEST
-
             item.stash[ANSWER_REQUEST] = request  # prefetched with every other answer
         if case.category:
             category = marker_name(case.category)
@@ -201,7 +200,6 @@ class CaseItem(pytest.Function):
     def setup(self) -> None:
         """Set up the fixtures, then check each one against its protocol (once a session)."""
         super().setup()
-        from pytest_ragbench.system.checks import SPECS, require
 
         for name in item_fixtures(self.item_kind, self.system_name):
             if name in SPECS and name in self.funcargs:
@@ -209,8 +207,6 @@ class CaseItem(pytest.Function):
 
     def runtest(self) -> None:
         """Evaluate the case, keep the record, fail with the evidence when it misses."""
-        from pytest_ragbench.config import get_config
-
         config = get_config(self.config)
         limits = thresholds_mod.resolve(self.item_kind, config.thresholds,
                                         self.case.item_thresholds())
@@ -248,7 +244,6 @@ class CaseItem(pytest.Function):
                 error: str | None = None, context: RunContext | None = None) -> ItemRecord:
         outcome = outcome or Outcome()
         fields = self.case.breakdown_fields()
-        from pytest_ragbench.config import get_config
 
         cluster = self.case.cluster_value(get_config(self.config).cluster_by)
         if cluster is not None:  # the report resamples items by cluster
@@ -329,8 +324,6 @@ def _settle_inconclusive(outcome: Outcome, limits: dict[str, float], policy: str
     if not outcome.judge or not limits:
         return outcome
     import dataclasses
-
-    from pytest_ragbench.metrics.repeated import inconclusive
 
     lower = frozenset(m for m in limits if thresholds_mod.lower_is_better(m))
     found = inconclusive(outcome.judge, limits, lower)

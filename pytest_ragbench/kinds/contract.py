@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 import pytest
 
 from pytest_ragbench.config import RagbenchConfig
+from pytest_ragbench.system.components import name_component
+from pytest_ragbench.system.protocols import AnswerRequest
 
 T = TypeVar("T")
 
@@ -78,7 +80,6 @@ class RunContext:
         if self.system_name is None:
             system = self.fixture("ragbench_system")
             if self.request is not None:  # an overridden fixture names no component itself
-                from pytest_ragbench.system.components import name_component
 
                 name_component(self.request.config, "system", system)
             return system
@@ -90,7 +91,6 @@ class RunContext:
         The call is timed (the system's service time, not the wait for a prefetch slot)
         and what came back is kept for the report's drill-down.
         """
-        from pytest_ragbench.system.protocols import AnswerRequest
         from pytest_ragbench.system.trace import MAX_TRACES, answer_trace
 
         system = self.system()

@@ -28,13 +28,13 @@ from pytest_ragbench.kinds.answer_common import (
     usage_of,
 )
 from pytest_ragbench.kinds.contract import Outcome, RunContext
+from pytest_ragbench.metrics import entity_mention, semantic_similarity
 from pytest_ragbench.metrics.registry import Unscored
+from pytest_ragbench.sql.guard import UnsafeSqlError
 
 
 def run(case: HybridCase, context: RunContext) -> Outcome:
     """Ask the system, then check the data values, its SQL if any, and the similarity."""
-    from pytest_ragbench.metrics import entity_mention, semantic_similarity
-
     answer = context.answer(case.question)
     text = str(answer.text or "")
     contexts = tuple(answer.contexts)
@@ -80,7 +80,6 @@ def _check_sql(case: HybridCase, sql: str, context: RunContext, scores: Scores,
     """Run the system's SQL read-only and compare it with ``ground_truth_data``."""
     from pytest_ragbench.kinds.sql_common import check_sql, sql_evidence
     from pytest_ragbench.sql.engine import DatabaseError
-    from pytest_ragbench.sql.guard import UnsafeSqlError
 
     evidence["sql"] = sql
     if case.expected is None:

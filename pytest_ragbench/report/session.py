@@ -21,12 +21,17 @@ from typing import Any, TypeVar
 
 import pytest
 
+from pytest_ragbench.collect import display_path
 from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.errors import ConfigError
+from pytest_ragbench.kinds import builtin_registry, registry
 from pytest_ragbench.records import REPORT_ATTRIBUTE, ItemRecord
 from pytest_ragbench.report import journal as journal_mod
+from pytest_ragbench.report import testcases
 from pytest_ragbench.report.interruption import RunStatus, SignalWatch, run_status
+from pytest_ragbench.report.testcases import teststatus
 from pytest_ragbench.system import components as components_mod
+from pytest_ragbench.system.fixtures import check_systems
 
 PHASES = ("setup", "call", "teardown")
 WORKER_INPUT_KEY = "ragbench_run"  # config.workerinput: the run id, journal, resume point
@@ -124,8 +129,6 @@ class RagbenchSession:
         """Check system names, save name and gates, and load the baseline, before any item runs."""
         try:
             if self.settings.systems:
-                from pytest_ragbench.system.fixtures import check_systems
-
                 check_systems(self.config, self.settings.systems)
             if self.settings.save:
                 from pytest_ragbench.report.runs import check_name
@@ -137,8 +140,6 @@ class RagbenchSession:
                 self.gates = parse_gates(self.settings.gates)
             if self.settings.judge_labels:
                 from pytest_ragbench.cases.labels import read_labels
-                from pytest_ragbench.collect import display_path
-                from pytest_ragbench.kinds import registry
                 from pytest_ragbench.vocabulary import check_labels
 
                 path = self.settings.judge_labels
@@ -182,8 +183,6 @@ class RagbenchSession:
 
     def _kind_names(self) -> tuple[str, ...]:
         """The item kinds of this session (a plugin's too)."""
-        from pytest_ragbench.kinds import registry
-
         return tuple(registry(self.config).item_kinds)
 
     def sorted_records(self) -> list[ItemRecord]:
@@ -316,8 +315,6 @@ class RagbenchSession:
         return document
 
     def _report_checks(self, document: dict[str, Any]) -> None:
-        from pytest_ragbench.report import testcases
-
         location = _relative(self.settings.report_dir / "results.json", self.config.rootpath)
         testcases.emit(self.config, document, location,
                        gated=self.settings.fail_on == "regression")
@@ -345,8 +342,6 @@ class RagbenchSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report: Any) -> tuple[str, str, str] | None:
         """Gates and regressions are counted under their own words in the last line."""
-        from pytest_ragbench.report.testcases import teststatus
-
         return teststatus(report)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -392,8 +387,6 @@ def ragbench_kind(nodeid: str, kind_names: tuple[str, ...] = ()) -> tuple[str, s
 
     ``kind_names``: the session's item kinds (the built-in ones when not given).
     """
-    from pytest_ragbench.kinds import builtin_registry
-
     name = nodeid.rpartition("::")[2]
     kind, bracket, label = name.partition("[")
     known = kind_names or tuple(builtin_registry().item_kinds)

