@@ -1,7 +1,8 @@
 """The pytest entry point (``-p ragbench``): options, markers, collection hooks, records.
 
 Kept thin on purpose: nothing heavy is imported here, and a session with no case
-files and no ``--ragbench*`` flag is not affected at all.
+files and no ``--ragbench*`` flag is not affected at all. The hooks import the rest of the
+package inside functions (lazy: kept out of a plain pytest run).
 """
 
 from __future__ import annotations
@@ -116,10 +117,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _register_system_fixtures(config: pytest.Config) -> None:
-    try:
-        from pytest_ragbench.system import fixtures as system_fixtures
-    except ImportError:  # the system package is optional while it is being built
-        return
+    from pytest_ragbench.system import fixtures as system_fixtures
+
     config.pluginmanager.register(system_fixtures, "ragbench-system-fixtures")
 
 

@@ -71,11 +71,18 @@ class ImportGraph:
 
     def _scan(self, name: str, path: Path) -> None:
         lines = path.read_text().splitlines()
+        tree = ast.parse("\n".join(lines))
+        import_ends = {node.end_lineno: node for node in ast.walk(tree)
+                       if isinstance(node, ast.Import | ast.ImportFrom)}
 
         def reason(node: ast.stmt) -> bool:
-            end = node.end_lineno or node.lineno
-            around = lines[node.lineno - 2:end]  # the line above and the import's own
-            return any(LAZY_MARK in line for line in around)
+            """A ``# lazy:`` comment on the import, or above the block of imports it is in."""
+            if any(LAZY_MARK in line for line in lines[node.lineno - 1:node.end_lineno]):
+                return True
+            first = node
+            while first.lineno - 1 in import_ends:
+                first = import_ends[first.lineno - 1]
+            return first.lineno >= 2 and LAZY_MARK in lines[first.lineno - 2]
 
         def visit(node: ast.AST, in_function: bool) -> None:
             for child in ast.iter_child_nodes(node):
@@ -93,7 +100,7 @@ class ImportGraph:
                 visit(child, in_function or isinstance(
                     child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda))
 
-        visit(ast.parse("\n".join(lines)), False)
+        visit(tree, False)
 
     def closure(self, name: str) -> set[str]:
         """Modules loaded, at module level, by importing ``name`` (its packages too)."""

@@ -94,6 +94,7 @@ class CaseKind:
     def make_class(self) -> type:
         """The case class to build."""
         if self.case_class is None:
+            # lazy: kept out of a plain pytest run
             from pytest_ragbench.cases.model import CustomCase
 
             return CustomCase
@@ -349,6 +350,7 @@ def build_registry(results: Iterable[Iterable[Any] | None]) -> KindRegistry:
 
 def registered(metric: str) -> bool:
     """True when the metric registry defines ``metric`` (``x@k``: x with any cut-off)."""
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.metrics.registry import REGISTRY
 
     name = metric[:-2] + "@1" if metric.endswith("@k") else metric
@@ -365,6 +367,7 @@ def _add(definition: CaseKind | ItemKind, case_kinds: dict[str, CaseKind],
 
 def _check(found: KindRegistry, definitions: list[CaseKind | ItemKind]) -> None:
     """Check the kinds a plugin added, and register the metrics they bring."""
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.metrics.registry import REGISTRY, DuplicateMetricError
 
     for definition in definitions:

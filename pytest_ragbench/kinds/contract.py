@@ -91,6 +91,7 @@ class RunContext:
         The call is timed (the system's service time, not the wait for a prefetch slot)
         and what came back is kept for the report's drill-down.
         """
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.system.trace import MAX_TRACES, answer_trace
 
         system = self.system()

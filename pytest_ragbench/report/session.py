@@ -71,6 +71,7 @@ class RagbenchSession:
     def prepare_run(self) -> None:
         """Choose the run id (a new one, or the run ``--ragbench-resume`` continues)."""
         if self.settings.resume:
+            # lazy: kept out of a plain pytest run
             from pytest_ragbench.report import resume
 
             self.resume = resume.find(self.settings.report_dir, self._public_settings())
@@ -131,14 +132,17 @@ class RagbenchSession:
             if self.settings.systems:
                 check_systems(self.config, self.settings.systems)
             if self.settings.save:
+                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.report.runs import check_name
 
                 check_name(self.settings.save)
             if self.settings.gates:
+                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.report.gates import parse_gates
 
                 self.gates = parse_gates(self.settings.gates)
             if self.settings.judge_labels:
+                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.cases.labels import read_labels
                 from pytest_ragbench.vocabulary import check_labels
 
@@ -146,6 +150,7 @@ class RagbenchSession:
                 self.labels = read_labels(path, display_path(path, self.config))
                 check_labels(self.labels, registry(self.config))
             if self.settings.compare:
+                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.report import runs
 
                 path = runs.resolve(self.settings.compare, self.settings.report_dir,
@@ -207,6 +212,7 @@ class RagbenchSession:
                 self.journal.close()
                 journal_mod.remove([self.journal.path], self.problems)
             return
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.report import files
 
         records = self.sorted_records()
@@ -289,6 +295,7 @@ class RagbenchSession:
 
         baseline = (self.document or {}).get("baseline") or {}
         if baseline.get("status") == "interrupted":
+            # lazy: kept out of a plain pytest run
             from pytest_ragbench.report.verdict import partial_baseline_text
 
             with contextlib.suppress(Exception):
@@ -296,6 +303,7 @@ class RagbenchSession:
                     f"ragbench: {partial_baseline_text(baseline)}"), stacklevel=1)
 
     def _build(self, session: pytest.Session, records: list[ItemRecord]) -> dict[str, Any]:
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.report import document as document_mod
         from pytest_ragbench.report.files import run_info
 
@@ -350,6 +358,7 @@ class RagbenchSession:
             return
         terminalreporter.section("ragbench")
         if self.document is not None:
+            # lazy: kept out of a plain pytest run
             from pytest_ragbench.report.terminal import render
 
             before = len(self.problems)

@@ -44,6 +44,7 @@ import pytest
 from pytest_ragbench.config import get_config
 from pytest_ragbench.errors import ConfigError, RagbenchError
 from pytest_ragbench.system.components import describe as describe_component
+from pytest_ragbench.system.components import set_component
 from pytest_ragbench.system.protocols import AnswerRequest
 
 if TYPE_CHECKING:
@@ -75,10 +76,6 @@ def describe(component: Any) -> str:
 
 def _record(request: pytest.FixtureRequest, role: str, component: Any) -> None:
     """Tell the report which component plays ``role`` in this session."""
-    try:
-        from pytest_ragbench.system.components import set_component
-    except ImportError:
-        return
     set_component(request.config, role, describe(component))
 
 
@@ -95,6 +92,7 @@ def embed_problem() -> str | None:
 @pytest.fixture(scope="session")
 def ragbench_cache(ragbench_config: RagbenchConfig) -> Caches:
     """The session's embedding and response caches (in memory with --ragbench-no-cache)."""
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.cache import Caches
 
     return Caches.open(ragbench_config.cache_dir)
@@ -103,6 +101,7 @@ def ragbench_cache(ragbench_config: RagbenchConfig) -> Caches:
 @pytest.fixture(scope="session")
 def ragbench_loop() -> Iterator[LoopThread]:
     """The background event loop shared by the model clients and prefetching."""
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.aio import LoopThread
 
     loop = LoopThread()
@@ -129,6 +128,7 @@ def ragbench_corpus(ragbench_config: RagbenchConfig) -> list[Document]:
 
     With ``--ragbench-max-docs N``, the first N of them.
     """
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.corpus import load_corpus
 
     documents = load_corpus(ragbench_config.corpus_paths)
@@ -139,6 +139,7 @@ def ragbench_corpus(ragbench_config: RagbenchConfig) -> list[Document]:
 def ragbench_retriever(request: pytest.FixtureRequest, ragbench_embedder: Embedder,
                        ragbench_corpus: list[Document], ragbench_cache: Caches) -> Retriever:
     """Hybrid retriever (FAISS + BM25, reciprocal-rank fusion) indexed once on the corpus."""
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.corpus import CorpusWarning
     from pytest_ragbench.system.retrievers import default_retriever
 
@@ -146,6 +147,7 @@ def ragbench_retriever(request: pytest.FixtureRequest, ragbench_embedder: Embedd
         warnings.warn("the default retriever has no documents: set the ini key ragbench_corpus "
                       "or put a corpus/ folder beside the cases", CorpusWarning, stacklevel=2)
     if _qdrant_configured(request):  # --ragbench-qdrant-url/-path: Qdrant's hybrid
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.system.qdrant_fixtures import qdrant_retriever
 
         retriever: Retriever = qdrant_retriever(request, ragbench_corpus)
@@ -170,6 +172,7 @@ def index_with_progress(config: pytest.Config, retriever: Any, documents: Sequen
     The chunks go through the embedder's cache, from which indexing then reads every
     vector; an embedder without a cache (or in a CI log) just indexes.
     """
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system import progress
 
     cache = getattr(embedder, "cache", None)
@@ -223,6 +226,7 @@ def ragbench_beir_retriever_factory(request: pytest.FixtureRequest, ragbench_emb
 
     def build(dataset: str, documents: Sequence[Document]) -> Retriever:
         if _qdrant_configured(request):  # --ragbench-qdrant-url/-path: Qdrant's hybrid
+            # lazy: kept out of a plain pytest run
             from pytest_ragbench.system.qdrant_fixtures import qdrant_retriever
 
             built: Retriever = qdrant_retriever(request, documents)
@@ -240,6 +244,7 @@ def ragbench_beir_retriever_factory(request: pytest.FixtureRequest, ragbench_emb
 def ragbench_memory(request: pytest.FixtureRequest, ragbench_embedder: Embedder) -> Iterator[Any]:
     """A fresh, empty memory store for each test (in Qdrant when pointed at it)."""
     if _qdrant_configured(request):
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.system.qdrant_fixtures import qdrant_memory
 
         store = qdrant_memory(request, ragbench_embedder)
@@ -271,6 +276,7 @@ def ragbench_llm(request: pytest.FixtureRequest, ragbench_config: RagbenchConfig
         yield client
         client.close()
         return
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.local_llm import LlamaCppGenerator, find_gguf, local_llm_problem
 
     problem = local_llm_problem()
@@ -309,6 +315,7 @@ def ragbench_system(request: pytest.FixtureRequest, ragbench_retriever: Retrieve
 
     ``describe()`` names the generator, or says that answers are extracted and why.
     """
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.checks import require
     from pytest_ragbench.system.default_system import EmbeddedSystem
 
@@ -326,6 +333,7 @@ def ragbench_system(request: pytest.FixtureRequest, ragbench_retriever: Retrieve
 
 def _max_tokens(request: pytest.FixtureRequest) -> int:
     """The embedded system's answer cap: ``--ragbench-max-tokens``, else its default."""
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.prompts import ANSWER_MAX_TOKENS
 
     return get_config(request.config).max_tokens or ANSWER_MAX_TOKENS
@@ -344,6 +352,7 @@ def corpus_speller(request: pytest.FixtureRequest, retriever: Any) -> Any:
     if not isinstance(documents, Sequence) or not documents \
             or importlib.util.find_spec("symspellpy") is None:
         return None
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.cache import stable_hash
     from pytest_ragbench.system.spelling import VocabularySpeller
 
@@ -391,6 +400,7 @@ def ragbench_prefetch(request: pytest.FixtureRequest, ragbench_config: RagbenchC
     """
     state = _ragbench_prefetch_state
     if state.prefetcher is None:
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.system.prefetch import Prefetcher
         from pytest_ragbench.system.progress import progress_bar
 
@@ -538,6 +548,7 @@ class NamedSystems:
         if name not in self._factories:
             raise RagbenchError(f"unknown system {name!r}; known systems: "
                                 f"{known_systems(self._factories)}")
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.system.checks import ProtocolMismatch, problems
 
         try:
@@ -592,6 +603,7 @@ def _builtin_system(name: str, request: pytest.FixtureRequest) -> Any:
     """``default`` is ``ragbench_system``; the others the embedded system with one retriever."""
     if name == "default":
         return request.getfixturevalue("ragbench_system")
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.default_system import EmbeddedSystem
 
     retriever = builtin_retriever(request, name)
@@ -621,6 +633,7 @@ def _build_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
 
     corpus: list[Document] = request.getfixturevalue("ragbench_corpus")
     if kind.startswith("qdrant"):  # Qdrant at --ragbench-qdrant-url/-path, else in memory
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.system.qdrant_fixtures import MODES, qdrant_retriever
 
         return qdrant_retriever(request, corpus, MODES[kind])
@@ -643,6 +656,7 @@ def _build_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
     else:
         raise ValueError(f"unknown built-in retriever {kind!r} (dense, bm25 or hybrid)")
     if not corpus and kind != "hybrid":  # hybrid: dense and bm25 have warned already
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.system.corpus import CorpusWarning
 
         warnings.warn(f"the built-in system {kind!r} has no documents: set the ini key "
