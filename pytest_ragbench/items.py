@@ -20,8 +20,7 @@ from pytest_ragbench import thresholds as thresholds_mod
 from pytest_ragbench.cases.model import Case
 from pytest_ragbench.config import get_config
 from pytest_ragbench.errors import CaseError, RagbenchError
-from pytest_ragbench.kinds import ANY_CASE_KIND, EVALUATION, ItemKind
-from pytest_ragbench.kinds.contract import Outcome, RunContext
+from pytest_ragbench.kinds import ANY_CASE_KIND, EVALUATION, ItemKind, Outcome, RunContext
 from pytest_ragbench.metrics.repeated import inconclusive
 from pytest_ragbench.records import ItemRecord
 from pytest_ragbench.system.checks import SPECS, require

@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from pytest_ragbench.kinds.contract import Outcome as Outcome  # the README imports it from here
+from pytest_ragbench.kinds import Outcome as Outcome  # the README imports it from here
 
 # Outcomes an item can end with; "warning" passes but is counted, "lost" is an item
 # whose worker died before it reported.

@@ -28,7 +28,7 @@ import pytest
 from pytest_ragbench.cases.model import BeirCase
 from pytest_ragbench.errors import CaseError, RagbenchError
 from pytest_ragbench.formats.beir import read_corpus
-from pytest_ragbench.kinds.contract import Outcome, RunContext
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.metrics import IREvaluator, Unscored
 from pytest_ragbench.metrics.ir import trec_order
 from pytest_ragbench.system.protocols import Document

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_ragbench.cases.model import HybridCase
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.answer_common import (
     Scores,
     retrieval_k,
@@ -27,7 +28,6 @@ from pytest_ragbench.kinds.answer_common import (
     shorten,
     usage_of,
 )
-from pytest_ragbench.kinds.contract import Outcome, RunContext
 from pytest_ragbench.metrics import entity_mention, semantic_similarity
 from pytest_ragbench.metrics.registry import Unscored
 from pytest_ragbench.sql.guard import UnsafeSqlError

@@ -9,7 +9,7 @@ their SQL, if any, runs).
 from __future__ import annotations
 
 from pytest_ragbench.cases.model import HybridCase
-from pytest_ragbench.kinds.contract import Outcome, RunContext
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.sql_common import check_sql, sql_evidence
 from pytest_ragbench.metrics import Unscored, entity_mention
 from pytest_ragbench.sql.engine import DatabaseError, run_query

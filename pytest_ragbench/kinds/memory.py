@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_ragbench.cases.model import MemoryCase
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.answer_common import judge_relevance
-from pytest_ragbench.kinds.contract import Outcome, RunContext
 from pytest_ragbench.metrics import set_metrics
 from pytest_ragbench.metrics.registry import Unscored
 

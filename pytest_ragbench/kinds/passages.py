@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.kinds.contract import RunContext
+from pytest_ragbench.kinds import RunContext
 from pytest_ragbench.system.checks import require
 from pytest_ragbench.system.components import set_component
 from pytest_ragbench.system.fixtures import describe

@@ -57,8 +57,8 @@ import pytest
 from pytest_ragbench.cases.model import RagasCase
 from pytest_ragbench.config import get_config
 from pytest_ragbench.items import CaseItem
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.answer_common import agenerate, call_usage, usage_of
-from pytest_ragbench.kinds.contract import Outcome, RunContext
 from pytest_ragbench.kinds.passages import (
     acall_answer_from,
     describe_answerer,

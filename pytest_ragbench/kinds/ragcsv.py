@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.cases.model import RagcsvCase
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.answer_common import agenerate, call_usage, calls_usage
-from pytest_ragbench.kinds.contract import Outcome, RunContext
 from pytest_ragbench.kinds.passages import (
     acall_answer_from,
     describe_answerer,

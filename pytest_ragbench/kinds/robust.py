@@ -33,9 +33,8 @@ import pytest
 
 from pytest_ragbench import thresholds as thresholds_mod
 from pytest_ragbench.config import RagbenchConfig
-from pytest_ragbench.kinds import builtin_registry, registry
+from pytest_ragbench.kinds import Outcome, RunContext, builtin_registry, registry
 from pytest_ragbench.kinds.beir import dataset_retriever
-from pytest_ragbench.kinds.contract import Outcome, RunContext
 from pytest_ragbench.robust import evidence as keys
 from pytest_ragbench.robust.checker import Checker, Observation, Observe
 from pytest_ragbench.robust.perturb import Perturbed, not_applicable, strategy_for

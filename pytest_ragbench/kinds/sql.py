@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_ragbench.cases.model import SqlCase
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.answer_common import usage_of
-from pytest_ragbench.kinds.contract import Outcome, RunContext
 from pytest_ragbench.kinds.sql_common import check_sql, sql_evidence
 from pytest_ragbench.metrics import Unscored, entity_mention
 from pytest_ragbench.sql.engine import DatabaseError

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_ragbench.cases.model import VectorCase
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.answer_common import (
     Scores,
     history_text,
@@ -46,7 +47,6 @@ from pytest_ragbench.kinds.answer_common import (
     shorten,
     usage_of,
 )
-from pytest_ragbench.kinds.contract import Outcome, RunContext
 from pytest_ragbench.kinds.decline import injection_in, obeyed, refusal_phrase
 from pytest_ragbench.metrics import semantic_similarities
 from pytest_ragbench.metrics.registry import Score, Unscored
