@@ -37,6 +37,7 @@ def ragbench_db(ragbench_config: RagbenchConfig) -> Iterator[Any]:
     if not ragbench_config.db_url:
         yield None
         return
+    # lazy: loads sqlalchemy
     from pytest_ragbench.sql.engine import DatabaseError, open_read_only
 
     try:
@@ -58,6 +59,7 @@ class Databases:
 
     def engine(self, name: str | None = None) -> Any:
         """The engine for ``name`` (the default database when None); raises DatabaseError."""
+        # lazy: loads sqlalchemy
         from pytest_ragbench.sql.engine import DatabaseError, open_read_only
 
         if name is None:

@@ -120,7 +120,7 @@ class ItemKind:
 
     ``runner(case, context)`` evaluates one case and returns an
     :class:`~pytest_ragbench.records.Outcome`; ``context`` is the
-    :class:`~pytest_ragbench.items.RunContext` (settings, fixtures, thresholds, and
+    :class:`RunContext` (settings, fixtures, thresholds, and
     ``context.answer(question)`` to ask the system under test, prefetched and timed).
     ``fixtures`` are set up before the item runs (others can be asked for with
     ``context.fixture(name)``). ``metrics`` names every metric the runner may record,

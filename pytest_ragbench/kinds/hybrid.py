@@ -78,6 +78,7 @@ def run(case: HybridCase, context: RunContext) -> Outcome:
 def _check_sql(case: HybridCase, sql: str, context: RunContext, scores: Scores,
                evidence: dict[str, Any]) -> list[str]:
     """Run the system's SQL read-only and compare it with ``ground_truth_data``."""
+    # lazy: loads sqlalchemy
     from pytest_ragbench.kinds.sql_common import check_sql, sql_evidence
     from pytest_ragbench.sql.engine import DatabaseError
 

@@ -84,6 +84,7 @@ def embed_problem() -> str | None:
     missing = [m for m in _EMBED_MODULES if importlib.util.find_spec(m) is None]
     if not missing:
         return None
+    # lazy: loads numpy
     from pytest_ragbench.system.embedder import EMBED_EXTRA_HINT
 
     return f"{', '.join(missing)} not installed: {EMBED_EXTRA_HINT}"
@@ -115,6 +116,7 @@ def ragbench_embedder(request: pytest.FixtureRequest, ragbench_cache: Caches) ->
     problem = embed_problem()
     if problem:
         pytest.skip(problem)
+    # lazy: loads numpy
     from pytest_ragbench.system.embedder import SentenceTransformerEmbedder
 
     embedder = SentenceTransformerEmbedder(cache=ragbench_cache.embeddings)
@@ -179,6 +181,7 @@ def index_with_progress(config: pytest.Config, retriever: Any, documents: Sequen
     fits = getattr(cache, "persistent", False) or len(documents) <= 40_000  # memory layer
     if embedder is not None and cache is not None and fits \
             and len(documents) >= PROGRESS_DOCUMENTS and progress.shown(config):
+        # lazy: loads numpy
         from pytest_ragbench.system.retrievers import search_text
 
         texts = [search_text(d) for d in documents]
@@ -222,6 +225,7 @@ def ragbench_beir_retriever_factory(request: pytest.FixtureRequest, ragbench_emb
     (session scope) to evaluate your own retriever on BEIR data; with --ragbench-systems the
     named systems' retrievers are used instead (``system.retriever.for_corpus(documents)``).
     """
+    # lazy: loads numpy
     from pytest_ragbench.system.retrievers import default_retriever
 
     def build(dataset: str, documents: Sequence[Document]) -> Retriever:
@@ -252,6 +256,7 @@ def ragbench_memory(request: pytest.FixtureRequest, ragbench_embedder: Embedder)
         with contextlib.suppress(Exception):  # a server gone away: its items said so
             store.close()
         return
+    # lazy: loads numpy
     from pytest_ragbench.system.memory import EmbeddingMemoryStore
 
     yield EmbeddingMemoryStore(ragbench_embedder)
@@ -265,6 +270,7 @@ def ragbench_llm(request: pytest.FixtureRequest, ragbench_config: RagbenchConfig
     Skips (naming the extra ``local-llm``) when neither is available.
     """
     if ragbench_config.llm_url:
+        # lazy: loads httpx
         from pytest_ragbench.system.openai_client import OpenAICompatibleClient
 
         client = OpenAICompatibleClient(
@@ -297,6 +303,7 @@ def ragbench_judge(request: pytest.FixtureRequest, ragbench_config: RagbenchConf
     if not ragbench_config.judge_url:
         yield None
         return
+    # lazy: loads httpx
     from pytest_ragbench.system.openai_client import OpenAICompatibleClient
 
     client = OpenAICompatibleClient(
@@ -629,6 +636,7 @@ def builtin_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
 
 
 def _build_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
+    # lazy: loads numpy
     from pytest_ragbench.system import retrievers
 
     corpus: list[Document] = request.getfixturevalue("ragbench_corpus")
@@ -649,6 +657,7 @@ def _build_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
                                               index_dir=index_dir)
     elif kind == "bm25":
         if importlib.util.find_spec("bm25s") is None:
+            # lazy: loads numpy
             from pytest_ragbench.system.embedder import EMBED_EXTRA_HINT
 
             pytest.skip(f"bm25s not installed: {EMBED_EXTRA_HINT}")

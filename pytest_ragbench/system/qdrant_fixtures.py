@@ -71,6 +71,7 @@ def connection(config: pytest.Config) -> QdrantConnection:
 def qdrant_retriever(request: pytest.FixtureRequest, documents: Sequence[Document],
                      mode: str = "hybrid") -> Any:
     """A Qdrant retriever of ``mode`` indexed on ``documents`` (or :class:`Unavailable`)."""
+    # lazy: loads numpy
     from pytest_ragbench.system.qdrant import QdrantRetriever
 
     config = request.config
@@ -90,6 +91,7 @@ def qdrant_retriever(request: pytest.FixtureRequest, documents: Sequence[Documen
 
 def qdrant_memory(request: pytest.FixtureRequest, embedder: Any) -> Any:
     """A fresh memory store in its own Qdrant collection."""
+    # lazy: loads numpy
     from pytest_ragbench.system.qdrant_memory import QdrantMemoryStore
 
     return QdrantMemoryStore(embedder, connection(request.config))

@@ -122,6 +122,7 @@ class VocabularySpeller:
     @classmethod
     def from_documents(cls, documents: Sequence[Any], **options: Any) -> VocabularySpeller:
         """Build from the documents a retriever indexed (their titles and texts)."""
+        # lazy: loads numpy
         from pytest_ragbench.system.retrievers import search_text
 
         return cls.from_texts((search_text(d) if isinstance(d, Document)
