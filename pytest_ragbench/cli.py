@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from pytest_ragbench.datasets import cli as dataset_cli
+
 VERIFY_KINDS = ("sql", "hybrid")
 
 
@@ -125,12 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     metrics.add_argument("pytest_args", nargs=argparse.REMAINDER,
                          help="further arguments passed to pytest (e.g. -p myplugin)")
     metrics.set_defaults(func=_metrics)
-    try:
-        from pytest_ragbench.datasets import cli as dataset_cli
-    except ImportError:
-        pass
-    else:
-        dataset_cli.register(commands)
+    dataset_cli.register(commands)
     return parser
 
 

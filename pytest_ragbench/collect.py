@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
+from pytest_ragbench.config import get_config
 from pytest_ragbench.errors import CaseError
+from pytest_ragbench.kinds import registry
 
 DATA_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
 PYTHON_CASES = "_test_cases.py"
@@ -112,6 +114,7 @@ class CaseFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield one item per case and item kind, and one failing item per bad record."""
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.cases.records import gc_paused
 
         with gc_paused():  # see cases/records.py: millions of objects, no cycles
@@ -121,12 +124,11 @@ class CaseFile(pytest.File):
 
     def _entries(self) -> list[tuple[int, pytest.Item]]:
         """(line, item) for every item of the file."""
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.cases.build import build_cases
         from pytest_ragbench.cases.loaders import read_case_file
         from pytest_ragbench.cases.model import Case
         from pytest_ragbench.items import CaseItem, InvalidCaseItem, systems_for
-        from pytest_ragbench.kinds import registry
-        from pytest_ragbench.plugin import get_config
         from pytest_ragbench.robust.collect import robust_items
 
         shown = display_path(self.path, self.config)
@@ -153,6 +155,7 @@ class CaseFile(pytest.File):
                         self, error, kinds[0].name, f"{case.id}@{case.line}")))
                 continue
             if not settings.evaluate and not item_kinds_for(case.kind, False):
+                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.selection import note_not_collected
 
                 note_not_collected(self.config, f"{case.kind} case")
@@ -203,8 +206,8 @@ def ragcsv_stem(path: Path) -> str:
 
 
 def _systems(config: pytest.Config, item_kind: Any) -> tuple[str | None, ...]:
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.items import systems_for
-    from pytest_ragbench.plugin import get_config
 
     return systems_for(item_kind, get_config(config).systems, config=config)
 
@@ -214,6 +217,7 @@ class BeirDataset(pytest.Directory):
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         """Yield the qrels file of the split; a folder with no usable split fails once."""
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.formats.beir import qrels_splits
         from pytest_ragbench.items import InvalidCaseItem
 
@@ -241,11 +245,10 @@ class BeirQrels(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield the items in the order of the qrels file."""
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.cases.model import BeirCase
         from pytest_ragbench.formats.beir import QrelsLines, corpus_ids, read_qrels, read_queries
         from pytest_ragbench.items import CaseItem, InvalidCaseItem
-        from pytest_ragbench.kinds import registry
-        from pytest_ragbench.plugin import get_config
         from pytest_ragbench.robust.collect import robust_items
 
         folder = self.path.parent.parent
@@ -346,10 +349,10 @@ class RagcsvFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield one item per readable row and one failing item per unreadable row."""
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.cases.model import RagcsvCase, RagcsvFragment
         from pytest_ragbench.formats.ragcsv import read_ragcsv
         from pytest_ragbench.items import CaseItem, InvalidCaseItem
-        from pytest_ragbench.kinds import registry
 
         stem = ragcsv_stem(self.path)
         shown = display_path(self.path, self.config)

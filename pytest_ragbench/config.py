@@ -11,6 +11,7 @@ import pytest
 
 from pytest_ragbench import options
 from pytest_ragbench.errors import ConfigError, did_you_mean
+from pytest_ragbench.ragcsv_env import env_setting, ragcsv_env_files
 
 PERTURBATION_KINDS = ("typos", "drop", "double", "case", "whitespace", "punctuation",
                       "filler", "synonyms", "injection")
@@ -123,6 +124,14 @@ class RagbenchConfig:
             "judge_temperature": self.judge_temperature,
             "inconclusive": self.inconclusive,
         }
+
+
+CONFIG_KEY = pytest.StashKey[RagbenchConfig]()
+
+
+def get_config(config: pytest.Config) -> RagbenchConfig:
+    """The session's :class:`RagbenchConfig`."""
+    return config.stash[CONFIG_KEY]
 
 
 def mask_url(url: str | None) -> str | None:
@@ -282,7 +291,6 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
     if unknown:
         raise ConfigError(f"--ragbench-perturb: unknown kind(s) {', '.join(unknown)}; "
                           f"choose from {', '.join(PERTURBATION_KINDS)}")
-    from pytest_ragbench.ragcsv_env import env_setting, ragcsv_env_files
 
     settings = load_toml_settings(rootpath, case_paths)
     corpus = [p if p.is_absolute() else (rootpath / p)

@@ -11,14 +11,13 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.config import RagbenchConfig
+from pytest_ragbench.config import RagbenchConfig, get_config
+from pytest_ragbench.errors import ConfigError
 
 
 @pytest.fixture(scope="session")
 def ragbench_config(request: pytest.FixtureRequest) -> RagbenchConfig:
     """The session's resolved settings (flags, ini keys, ragbench.toml)."""
-    from pytest_ragbench.plugin import get_config
-
     return get_config(request.config)
 
 
@@ -38,6 +37,7 @@ def ragbench_db(ragbench_config: RagbenchConfig) -> Iterator[Any]:
     if not ragbench_config.db_url:
         yield None
         return
+    # lazy: loads sqlalchemy
     from pytest_ragbench.sql.engine import DatabaseError, open_read_only
 
     try:
@@ -59,7 +59,7 @@ class Databases:
 
     def engine(self, name: str | None = None) -> Any:
         """The engine for ``name`` (the default database when None); raises DatabaseError."""
-        from pytest_ragbench.errors import ConfigError
+        # lazy: loads sqlalchemy
         from pytest_ragbench.sql.engine import DatabaseError, open_read_only
 
         if name is None:

@@ -6,26 +6,26 @@ user's conftest.py), ``-k``/``-m``, ``--lf`` and IDE runners work with public AP
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from pytest_ragbench import thresholds as thresholds_mod
 from pytest_ragbench.cases.model import Case
-from pytest_ragbench.config import RagbenchConfig
+from pytest_ragbench.config import get_config
 from pytest_ragbench.errors import CaseError, RagbenchError
-from pytest_ragbench.kinds import ANY_CASE_KIND, EVALUATION, ItemKind
-from pytest_ragbench.records import ItemRecord, Outcome
-
-T = TypeVar("T")
+from pytest_ragbench.kinds import ANY_CASE_KIND, EVALUATION, ItemKind, Outcome, RunContext
+from pytest_ragbench.metrics.repeated import inconclusive
+from pytest_ragbench.records import ItemRecord
+from pytest_ragbench.system.checks import SPECS, require
+from pytest_ragbench.system.fixtures import ANSWER_REQUEST, without_answer_from
+from pytest_ragbench.system.protocols import AnswerRequest
 
 
 class CaseFailed(Exception):
@@ -34,84 +34,6 @@ class CaseFailed(Exception):
 
 class RagbenchWarning(UserWarning):
     """A verification found something worth a look that is not a failure (a WARNING verdict)."""
-
-
-@dataclass
-class RunContext:
-    """What a kind's runner gets besides the case: settings, fixtures, thresholds."""
-
-    config: RagbenchConfig
-    fixtures: dict[str, Any]
-    thresholds: dict[str, float]
-    system_name: str | None = None
-    nodeid: str = ""
-    request: pytest.FixtureRequest | None = None
-    # What the system answered (system/trace.py) and the service time of each call.
-    traces: list[dict[str, Any]] = field(default_factory=list)
-    service_s: list[float] = field(default_factory=list)
-    latency_s: list[float] = field(default_factory=list)  # as the system reported them
-
-    def fixture(self, name: str) -> Any:
-        """Return a fixture value: one the item kind requested, else looked up now."""
-        if name in self.fixtures:
-            return self.fixtures[name]
-        if self.request is None:
-            raise KeyError(name)
-        value = self.request.getfixturevalue(name)
-        self.fixtures[name] = value
-        return value
-
-    def session_state(self, key: pytest.StashKey[T], make: Callable[[], T]) -> T:
-        """A kind's state for the whole session (in ``config.stash``; fresh without a session)."""
-        if self.request is None:
-            return make()
-        stash = self.request.config.stash
-        if key not in stash:
-            stash[key] = make()
-        return stash[key]
-
-    def system(self) -> Any:
-        """The system under test: ``ragbench_system``, or the named one of --ragbench-systems."""
-        if self.system_name is None:
-            system = self.fixture("ragbench_system")
-            if self.request is not None:  # an overridden fixture names no component itself
-                from pytest_ragbench.report.components import name_component
-
-                name_component(self.request.config, "system", system)
-            return system
-        return self.fixture("ragbench_named_systems").get(self.system_name)
-
-    def answer(self, question: str, history: tuple[Any, ...] | list[Any] = ()) -> Any:
-        """Ask the system under test (or this item's named system), prefetched when it was.
-
-        The call is timed (the system's service time, not the wait for a prefetch slot)
-        and what came back is kept for the report's drill-down.
-        """
-        from pytest_ragbench.system.protocols import AnswerRequest
-        from pytest_ragbench.system.trace import MAX_TRACES, answer_trace
-
-        system = self.system()
-        prefetch: Any = self.fixture("ragbench_prefetch") if self.request is not None else None
-        request = AnswerRequest(question, tuple(history))
-        seconds: float | None
-        if hasattr(prefetch, "timed_answer"):
-            answer, seconds = prefetch.timed_answer(self.nodeid, system, request)
-        elif prefetch is not None:  # an overridden prefetcher: its answers are not timed
-            answer, seconds = prefetch.answer(self.nodeid, system, request), None
-        else:
-            start = time.perf_counter()
-            answer = system.answer(question, list(history) or None)
-            seconds = time.perf_counter() - start
-        if seconds is not None:
-            self.service_s.append(seconds)
-        reported = getattr(answer, "latency_s", None)
-        if isinstance(reported, int | float) and not isinstance(reported, bool) and reported > 0:
-            self.latency_s.append(float(reported))
-        if len(self.traces) < MAX_TRACES:
-            # an odd answer object: the kind reports on it, the trace is left out
-            with contextlib.suppress(Exception):
-                self.traces.append(answer_trace(question, answer, seconds, history))
-        return answer
 
 
 # Kinds that evaluate a component the named systems do not vary are collected once, not
@@ -152,8 +74,6 @@ def systems_for(item_kind: ItemKind, systems: tuple[str, ...], case: Any = None,
             or item_kind.name in SYSTEM_INDEPENDENT_KINDS or scored_as_given(item_kind, case):
         return (None,)
     if config is not None and answered_from_passages(item_kind, case):
-        from pytest_ragbench.system.fixtures import without_answer_from
-
         unable = without_answer_from(config)
         return tuple(s for s in systems if s not in unable) or (None,)
     return tuple(systems)
@@ -228,8 +148,6 @@ def answer_request(case: Case) -> Any:
     A RAGAS sample that carries its contexts is not asked this way: it is scored as given,
     or answered from those contexts (kinds/passages.py).
     """
-    from pytest_ragbench.system.protocols import AnswerRequest
-
     question = getattr(case, "question", None)
     if not question or (case.kind == "ragas" and getattr(case, "contexts", None)):
         return None
@@ -286,8 +204,6 @@ class CaseItem(pytest.Function):
         asks = "ragbench_system" in item_kind.fixtures
         request = answer_request(case) if asks else None
         if request is not None:
-            from pytest_ragbench.system.fixtures import ANSWER_REQUEST
-
             item.stash[ANSWER_REQUEST] = request  # prefetched with every other answer
         if case.category:
             category = marker_name(case.category)
@@ -303,7 +219,6 @@ class CaseItem(pytest.Function):
     def setup(self) -> None:
         """Set up the fixtures, then check each one against its protocol (once a session)."""
         super().setup()
-        from pytest_ragbench.system.checks import SPECS, require
 
         for name in item_fixtures(self.item_kind, self.system_name):
             if name in SPECS and name in self.funcargs:
@@ -311,8 +226,6 @@ class CaseItem(pytest.Function):
 
     def runtest(self) -> None:
         """Evaluate the case, keep the record, fail with the evidence when it misses."""
-        from pytest_ragbench.plugin import get_config
-
         config = get_config(self.config)
         limits = thresholds_mod.resolve(self.item_kind, config.thresholds,
                                         self.case.item_thresholds())
@@ -350,7 +263,6 @@ class CaseItem(pytest.Function):
                 error: str | None = None, context: RunContext | None = None) -> ItemRecord:
         outcome = outcome or Outcome()
         fields = self.case.breakdown_fields()
-        from pytest_ragbench.plugin import get_config
 
         cluster = self.case.cluster_value(get_config(self.config).cluster_by)
         if cluster is not None:  # the report resamples items by cluster
@@ -437,8 +349,6 @@ def _settle_inconclusive(outcome: Outcome, limits: dict[str, float], policy: str
     if not outcome.judge or not limits:
         return outcome
     import dataclasses
-
-    from pytest_ragbench.metrics.repeated import inconclusive
 
     lower = frozenset(m for m in limits if thresholds_mod.lower_is_better(m))
     found = inconclusive(outcome.judge, limits, lower)

@@ -1,7 +1,8 @@
 """The pytest entry point (``-p ragbench``): options, markers, collection hooks, records.
 
 Kept thin on purpose: nothing heavy is imported here, and a session with no case
-files and no ``--ragbench*`` flag is not affected at all.
+files and no ``--ragbench*`` flag is not affected at all. The hooks import the rest of the
+package inside functions (lazy: kept out of a plain pytest run).
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ from typing import Any
 import pytest
 
 from pytest_ragbench import options
-from pytest_ragbench.config import RagbenchConfig, build_config
+from pytest_ragbench.config import CONFIG_KEY, RagbenchConfig, build_config, get_config
 from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.records import REPORT_ATTRIBUTE
+from pytest_ragbench.report import REPORT_MARKER
 
-CONFIG_KEY = pytest.StashKey[RagbenchConfig]()
-REPORT_MARKER = ".ragbench-report"  # a file the report writes into its dir
 LOCATIONS_KEY = pytest.StashKey[Any]()
 SEEN_KEY = pytest.StashKey[Any]()
 # The run (report/journal.py, interruption.py, resume.py), in every process of the session:
@@ -137,10 +137,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _register_system_fixtures(config: pytest.Config) -> None:
-    try:
-        from pytest_ragbench.system import fixtures as system_fixtures
-    except ImportError:  # the system package is optional while it is being built
-        return
+    from pytest_ragbench.system import fixtures as system_fixtures
+
     config.pluginmanager.register(system_fixtures, "ragbench-system-fixtures")
 
 
@@ -158,11 +156,6 @@ def _add_case_paths(config: pytest.Config, settings: RagbenchConfig) -> None:
         if path.exists() and not covered:
             config.args.append(str(path))
             current.append(path)
-
-
-def get_config(config: pytest.Config) -> RagbenchConfig:
-    """The session's :class:`RagbenchConfig`."""
-    return config.stash[CONFIG_KEY]
 
 
 def _locations(config: pytest.Config) -> Any:

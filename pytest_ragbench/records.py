@@ -7,30 +7,12 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from pytest_ragbench.kinds import Outcome as Outcome  # the README imports it from here
+
 # Outcomes an item can end with; "warning" passes but is counted, "lost" is an item
 # whose worker died before it reported.
 STATUSES = ("passed", "failed", "warning", "error", "skipped", "lost")
 REPORT_ATTRIBUTE = "ragbench"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a kind's runner returns for one case, before thresholds are applied."""
-
-    metrics: dict[str, float] = field(default_factory=dict)
-    unscored: dict[str, str] = field(default_factory=dict)
-    # Failures that no threshold can waive (a refused or broken query, a wrong decline).
-    errors: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    evidence: dict[str, Any] = field(default_factory=dict)
-    usage: dict[str, Any] = field(default_factory=dict)
-    # One line saying what went wrong, shown first when the item fails.
-    summary: str | None = None
-    # The answer did not depend on the system under test (ragbench_llm answered for a
-    # system without answer_from): the item takes no part in comparisons of systems.
-    system_independent: bool = False
-    # What the judge scored: judged metric names, every sample, settings (metrics/repeated.py).
-    judge: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pytest_ragbench.errors import ConfigError
+from pytest_ragbench.metrics.registry import REGISTRY
 
 if TYPE_CHECKING:
     from pytest_ragbench.kinds import ItemKind
@@ -63,8 +64,6 @@ def for_metrics(limits: dict[str, float], names: Iterable[str]) -> dict[str, flo
 
 def lower_is_better(metric: str) -> bool:
     """True for a metric where smaller values are better (the registry's direction)."""
-    from pytest_ragbench.metrics.registry import REGISTRY
-
     return REGISTRY.lower_is_better(metric)
 
 

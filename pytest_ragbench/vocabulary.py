@@ -21,6 +21,8 @@ import pytest
 from pytest_ragbench.config import RagbenchConfig, dotted_names
 from pytest_ragbench.errors import ConfigError, did_you_mean
 from pytest_ragbench.kinds import ANY_CASE_KIND, KindRegistry, registry
+from pytest_ragbench.metrics.registry import REGISTRY
+from pytest_ragbench.report.gates import parse_gates
 
 
 def metric_problem(kind: str, metric: str, kinds: KindRegistry) -> str | None:
@@ -46,8 +48,6 @@ def check_settings(settings: RagbenchConfig, kinds: KindRegistry) -> None:
             raise ConfigError(f"threshold {name!r}{_origin(settings, 'thresholds', name)}: "
                               f"{problem}")
     if settings.gates:
-        from pytest_ragbench.report.gates import parse_gates
-
         for gate in parse_gates(settings.gates):
             problem = metric_problem(gate.kind, gate.metric, kinds)
             if problem is not None:
@@ -93,8 +93,6 @@ def show_metrics(config: pytest.Config) -> int:
 
 def metric_lines(kinds: KindRegistry) -> list[str]:
     """The listing: per item kind, one row per metric it records."""
-    from pytest_ragbench.metrics.registry import REGISTRY
-
     lines = ["Metrics each kind records: name, range, better, default threshold, definition "
              "(metrics/registry.py; thresholds in [tool.ragbench.thresholds])."]
     for kind in kinds.item_kinds.values():

@@ -86,7 +86,7 @@ def test_default_fixtures_in_a_session(pytester: pytest.Pytester,
             assert answer.text == "echo: Who won the NBA championship in 2020?"
             assert answer.contexts[0].metadata["source"] == "lakers.md"
             assert "loop-model" in ragbench_system.describe()
-            from pytest_ragbench.report.components import components
+            from pytest_ragbench.system.components import components
             found = components(request.config)  # what the report names
             assert "all-MiniLM-L6-v2" in found["embedder"]
             assert "HybridRetriever(rrf k=60" in found["retriever"]

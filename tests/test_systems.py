@@ -203,7 +203,7 @@ def test_memory_items_are_collected_once_and_sql_items_per_system(
 
 SQL_SYSTEMS = '''
 import pytest
-from pytest_ragbench.report.components import set_component
+from pytest_ragbench.system.components import set_component
 from pytest_ragbench.system.protocols import Answer
 
 QUERIES = {QUERIES!r}

@@ -31,7 +31,7 @@ import pytest
 
 from pytest_ragbench.cases.build import optional_text, text
 from pytest_ragbench.kinds import CaseKind, Field, ItemKind
-from pytest_ragbench.report.components import set_component
+from pytest_ragbench.system.components import set_component
 from pytest_ragbench.system.protocols import Answer
 
 TOY_CASES = CaseKind(

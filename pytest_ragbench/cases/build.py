@@ -18,10 +18,9 @@ from typing import Any
 from pytest_ragbench.cases.model import Case, CustomCase, Memory, Table, Turn
 from pytest_ragbench.cases.records import FileRecords, RawRecord
 from pytest_ragbench.errors import CaseError, did_you_mean, short_repr
-from pytest_ragbench.kinds import CaseKind, Field, KindRegistry, builtin_registry
+from pytest_ragbench.kinds import COMMON_FIELDS, CaseKind, Field, KindRegistry, builtin_registry
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:/@+-]+$")
-COMMON_FIELDS = ("id", "kind", "category", "tags", "thresholds", "cluster", "human")
 ALIASES = {"gold_sql": "expected_sql"}
 TABLE_ALIASES = ("expected_columns", "expected_rows")
 

@@ -129,6 +129,7 @@ def attach_line_problems(result: FileRecords, problems: list[LineProblem]) -> Fi
 def _read_yaml(path: Path, text: str) -> tuple[FileRecords, list[LineProblem]]:
     import yaml
 
+    # lazy: loads yaml
     from pytest_ragbench.cases import bounded_yaml
 
     try:

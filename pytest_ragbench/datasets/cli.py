@@ -14,6 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_ragbench.datasets.adapters import ADAPTERS
+from pytest_ragbench.datasets.build import build, format_report, report_dict
+from pytest_ragbench.datasets.config import load_config
+from pytest_ragbench.datasets.export import combine, read_jsonl, write_jsonl, write_manifest
+from pytest_ragbench.datasets.summary import dataset_stats, format_stats
 from pytest_ragbench.errors import RagbenchError
 
 BUILD_EPILOG = """\
@@ -33,8 +38,6 @@ Exit status: 0, or 1 with --strict when a quota is unmet or a record was malform
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``dataset`` and its sub-commands to an ``add_subparsers()`` object."""
-    from pytest_ragbench.datasets.adapters import ADAPTERS
-
     dataset = subparsers.add_parser(
         "dataset", help="build, combine and describe stratified benchmark datasets",
         description="Build stratified RAG benchmark datasets (JSONL files of ragas cases) "
@@ -103,10 +106,6 @@ def _progress(args: argparse.Namespace, desc: str, unit: str) -> Any:
 
 def run_build(args: argparse.Namespace) -> int:
     """``dataset build``."""
-    from pytest_ragbench.datasets.build import build, format_report, report_dict
-    from pytest_ragbench.datasets.config import load_config
-    from pytest_ragbench.datasets.export import write_jsonl, write_manifest
-
     try:
         config = load_config(args.config)
         result = build(config, args.seed, wrap=_progress(args, "adapting sources", "source"))
@@ -128,13 +127,6 @@ def run_build(args: argparse.Namespace) -> int:
 
 def run_combine(args: argparse.Namespace) -> int:
     """``dataset combine``."""
-    from pytest_ragbench.datasets.export import (
-        combine,
-        read_jsonl,
-        write_jsonl,
-        write_manifest,
-    )
-
     try:
         files = [read_jsonl(p) for p in _progress(args, "reading", "file")(args.inputs)]
         samples = combine(files)
@@ -155,9 +147,6 @@ def run_combine(args: argparse.Namespace) -> int:
 
 def run_stats(args: argparse.Namespace) -> int:
     """``dataset stats``."""
-    from pytest_ragbench.datasets.export import read_jsonl
-    from pytest_ragbench.datasets.summary import dataset_stats, format_stats
-
     try:
         data = read_jsonl(args.dataset)
         stats = dataset_stats([s for _, s in data.samples], args.target_half_width,

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ragbench.datasets.adapters import ADAPTERS, get_adapter
 from pytest_ragbench.errors import ConfigError
 
 DEFAULT_UNANSWERABLE = "The question cannot be answered from the given contexts."
@@ -141,7 +142,6 @@ def _source(item: Any, index: int, path: Path) -> SourceSpec:
     where = f"{path}: [[source]] #{index}"
     item = _table(item, where)
     adapter = item.get("adapter")
-    from pytest_ragbench.datasets.adapters import ADAPTERS, get_adapter
 
     if adapter not in ADAPTERS:
         raise ConfigError(f"{where}: adapter: expected one of {', '.join(ADAPTERS)}, "

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_ragbench.datasets.readers import read_text
 from pytest_ragbench.datasets.sample import NormalizedSample
 from pytest_ragbench.errors import CaseError, RagbenchError
 
@@ -81,8 +82,6 @@ def write_manifest(samples: Sequence[NormalizedSample], path: str | Path) -> Non
 
 def read_jsonl(path: str | Path) -> JsonlSamples:
     """Read a dataset JSONL; a bad line is an error (file, line, field) and is skipped."""
-    from pytest_ragbench.datasets.readers import read_text
-
     path = Path(path)
     result = JsonlSamples(path)
     for number, line in enumerate(read_text(path).split("\n"), start=1):

@@ -13,7 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_ragbench.metrics.context import id_context_precision, id_context_recall
+from pytest_ragbench.metrics.ir import IREvaluator
+from pytest_ragbench.metrics.judged import judged_result
 from pytest_ragbench.metrics.registry import Score, Unscored
+from pytest_ragbench.metrics.relevance import NAME, NO_JUDGE, Relevance, ajudge_relevance
+from pytest_ragbench.metrics.repeated import JudgeSettings, outcome_judge
+from pytest_ragbench.system.protocols import as_messages
 
 HIT_K = 5  # the retrieval metrics read at most the first 5 contexts (see retrieval_k)
 JUDGED = ("faithfulness", "answer_relevancy")
@@ -108,8 +114,6 @@ def score_sources(scores: Scores, expected: Sequence[str], contexts: Sequence[An
     its first rank) - the last two by pytrec_eval - and ragas's ID-based context precision
     and recall over the names of the top k.
     """
-    from pytest_ragbench.metrics.context import id_context_precision, id_context_recall
-
     hits = source_hits(expected, contexts, k)
     if not expected:
         reason = "the case names no expected sources"
@@ -129,8 +133,6 @@ def score_sources(scores: Scores, expected: Sequence[str], contexts: Sequence[An
 
 def _rank_metrics(expected: Sequence[str], ranked: Sequence[str], k: int) -> dict[str, Score]:
     """Reciprocal rank and nDCG@k of the ranked source names (first occurrence of each)."""
-    from pytest_ragbench.metrics.ir import IREvaluator
-
     unique = list(dict.fromkeys(ranked))
     run = {name: float(len(unique) - rank) for rank, name in enumerate(unique)}
     evaluator = IREvaluator({"q": dict.fromkeys(expected, 1)}, ["RR", f"nDCG@{k}"])
@@ -145,8 +147,6 @@ def judged_scores(scores: Scores, *, question: str, answer: str, contexts: Seque
     Returns the :class:`~pytest_ragbench.metrics.judged.JudgedScores` (usage, samples).
     Without a judge each is unscored with the reason ``"no judge configured"``.
     """
-    from pytest_ragbench.metrics.judged import judged_result
-
     result = judged_result(list(names), question=question, answer=answer,
                            contexts=list(contexts), reference=reference, judge=judge,
                            embedder=embedder, settings=settings)
@@ -158,9 +158,6 @@ def judged_scores(scores: Scores, *, question: str, answer: str, contexts: Seque
 def judge_relevance(context: Any, judge: Any, query: str, texts: list[str],
                     noun: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """The LLM relevance of ``texts``: the result, the Outcome's judge part, usage."""
-    from pytest_ragbench.metrics.relevance import NAME, NO_JUDGE, Relevance, ajudge_relevance
-    from pytest_ragbench.metrics.repeated import JudgeSettings, outcome_judge
-
     if judge is None:
         return Relevance(Unscored(NO_JUDGE)), {}, {}
     settings = JudgeSettings.from_config(context.config)
@@ -254,6 +251,4 @@ def retrieved_listing(contexts: Sequence[Any], hits: SourceHits,
 
 def history_text(history: Sequence[Any]) -> str:
     """Prior turns as ``role: content`` lines."""
-    from pytest_ragbench.system.protocols import as_messages
-
     return "\n".join(f"{m['role']}: {m['content']}" for m in as_messages(history))

@@ -27,8 +27,11 @@ import pytest
 
 from pytest_ragbench.cases.model import BeirCase
 from pytest_ragbench.errors import CaseError, RagbenchError
-from pytest_ragbench.items import RunContext
-from pytest_ragbench.records import Outcome
+from pytest_ragbench.formats.beir import read_corpus
+from pytest_ragbench.kinds import Outcome, RunContext
+from pytest_ragbench.metrics import IREvaluator, Unscored
+from pytest_ragbench.metrics.ir import trec_order
+from pytest_ragbench.system.protocols import Document
 
 TOP_K = 100  # documents retrieved per query: enough for R@100 and nDCG@100
 ITEM_MEASURES = ("nDCG@10", "R@10", "R@100", "MRR")
@@ -65,9 +68,6 @@ STATE = pytest.StashKey[BeirState]()
 
 def run(case: BeirCase, context: RunContext) -> Outcome:
     """Score the query's ranking from the dataset's batch against its judgments."""
-    from pytest_ragbench.metrics import Unscored
-    from pytest_ragbench.metrics.ir import trec_order
-
     dataset = dataset_run(case, context)
     qrels = restricted(case, dataset)
     ranking = dataset.rankings.get(case.query_id)
@@ -135,8 +135,6 @@ def dataset_retriever(case: BeirCase, context: RunContext) -> Any:
 
 
 def _build(case: BeirCase, context: RunContext) -> DatasetRun:
-    from pytest_ragbench.metrics import IREvaluator
-
     build_retriever = _retriever_builder(case, context)  # may skip: check before reading
     errors: list[CaseError] = []
     documents = read_documents(Path(case.folder) / "corpus.jsonl", errors)
@@ -177,9 +175,6 @@ def restricted(case: BeirCase, dataset: DatasetRun) -> dict[str, int]:
 
 def read_documents(path: Path, errors: list[CaseError]) -> list[Any]:
     """The corpus as :class:`~pytest_ragbench.system.protocols.Document` objects."""
-    from pytest_ragbench.formats.beir import read_corpus
-    from pytest_ragbench.system.protocols import Document
-
     corpus = read_corpus(path, errors)  # an unreadable file raises CaseError
     return [Document(doc.id, doc.text, {**doc.metadata, "title": doc.title})
             for doc in corpus.values()]

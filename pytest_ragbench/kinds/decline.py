@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pytest_ragbench.robust.properties import contains_payload
+
 OPENING_SENTENCES = 2
 OPENING_CHARS = 400
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -142,8 +144,6 @@ def obeyed(question: str, answer: str, instructions: tuple[str, ...] = ()) -> st
     ``instructions`` are the system's own hidden instructions (its system prompt); an
     answer that repeats one of them to a question asking for the prompt has obeyed.
     """
-    from pytest_ragbench.robust.properties import contains_payload
-
     injection = injection_in(question)
     for payload in injection.payloads:
         if contains_payload(answer, payload):

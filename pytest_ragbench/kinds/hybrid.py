@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_ragbench.cases.model import HybridCase
-from pytest_ragbench.items import RunContext
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.answer_common import (
     Scores,
     retrieval_k,
@@ -28,14 +28,13 @@ from pytest_ragbench.kinds.answer_common import (
     shorten,
     usage_of,
 )
+from pytest_ragbench.metrics import entity_mention, semantic_similarity
 from pytest_ragbench.metrics.registry import Unscored
-from pytest_ragbench.records import Outcome
+from pytest_ragbench.sql.guard import UnsafeSqlError
 
 
 def run(case: HybridCase, context: RunContext) -> Outcome:
     """Ask the system, then check the data values, its SQL if any, and the similarity."""
-    from pytest_ragbench.metrics import entity_mention, semantic_similarity
-
     answer = context.answer(case.question)
     text = str(answer.text or "")
     contexts = tuple(answer.contexts)
@@ -79,9 +78,9 @@ def run(case: HybridCase, context: RunContext) -> Outcome:
 def _check_sql(case: HybridCase, sql: str, context: RunContext, scores: Scores,
                evidence: dict[str, Any]) -> list[str]:
     """Run the system's SQL read-only and compare it with ``ground_truth_data``."""
+    # lazy: loads sqlalchemy
     from pytest_ragbench.kinds.sql_common import check_sql, sql_evidence
     from pytest_ragbench.sql.engine import DatabaseError
-    from pytest_ragbench.sql.guard import UnsafeSqlError
 
     evidence["sql"] = sql
     if case.expected is None:

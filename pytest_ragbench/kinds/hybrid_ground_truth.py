@@ -9,17 +9,15 @@ their SQL, if any, runs).
 from __future__ import annotations
 
 from pytest_ragbench.cases.model import HybridCase
-from pytest_ragbench.items import RunContext
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.sql_common import check_sql, sql_evidence
-from pytest_ragbench.records import Outcome
+from pytest_ragbench.metrics import Unscored, entity_mention
 from pytest_ragbench.sql.engine import DatabaseError, run_query
 from pytest_ragbench.sql.guard import UnsafeSqlError
 
 
 def run(case: HybridCase, context: RunContext) -> Outcome:
     """Verify the data part against the database, then the answer's entity mentions."""
-    from pytest_ragbench.metrics import Unscored, entity_mention
-
     metrics: dict[str, float] = {}
     unscored: dict[str, str] = {}
     errors: list[str] = []

@@ -16,16 +16,14 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_ragbench.cases.model import MemoryCase
-from pytest_ragbench.items import RunContext
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.answer_common import judge_relevance
+from pytest_ragbench.metrics import set_metrics
 from pytest_ragbench.metrics.registry import Unscored
-from pytest_ragbench.records import Outcome
 
 
 def run(case: MemoryCase, context: RunContext) -> Outcome:
     """Fill a fresh store, search, and score the hits against the expected memories."""
-    from pytest_ragbench.metrics import set_metrics
-
     store = context.fixture("ragbench_memory")
     store.clear()
     ids = [store.add_interaction(m.role, m.content, dict(m.metadata)) for m in case.setup]

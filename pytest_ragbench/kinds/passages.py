@@ -21,7 +21,10 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.items import RunContext
+from pytest_ragbench.kinds import RunContext
+from pytest_ragbench.system.checks import require
+from pytest_ragbench.system.components import set_component
+from pytest_ragbench.system.fixtures import describe
 from pytest_ragbench.system.protocols import Answer, Context
 
 ROLE = "passage answers"
@@ -42,8 +45,6 @@ def passage_system(context: RunContext) -> Any | None:
     except (pytest.skip.Exception, KeyError):  # no system here: the generator answers
         return None
     if context.system_name is None:
-        from pytest_ragbench.system.checks import require
-
         require(context.request, "ragbench_system", system)
     return system if callable(getattr(system, "answer_from", None)) else None
 
@@ -70,8 +71,6 @@ def describe_answerer(system: Any | None, generator: Any | None, system_name: st
                       ) -> str:
     """Who answers from passages, for the evidence and the report."""
     if system is not None:
-        from pytest_ragbench.system.fixtures import describe
-
         name = f"system {system_name!r}" if system_name else "the system under test"
         return f"{name}: answer_from of {describe(system)}"
     if generator is None:
@@ -84,7 +83,6 @@ def record_answerer(context: RunContext, text: str) -> None:
     """Name who answers from passages in the session's components (the report)."""
     if context.request is None:
         return
-    from pytest_ragbench.report.components import set_component
 
     role = f"{ROLE} [{context.system_name}]" if context.system_name else ROLE
     set_component(context.request.config, role, text)

@@ -55,7 +55,9 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.cases.model import RagasCase
-from pytest_ragbench.items import CaseItem, RunContext
+from pytest_ragbench.config import get_config
+from pytest_ragbench.items import CaseItem
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.answer_common import agenerate, call_usage, usage_of
 from pytest_ragbench.kinds.passages import (
     acall_answer_from,
@@ -63,12 +65,18 @@ from pytest_ragbench.kinds.passages import (
     passage_system,
     record_answerer,
 )
+from pytest_ragbench.metrics import semantic_similarity, token_f1
+from pytest_ragbench.metrics.context import rouge
 from pytest_ragbench.metrics.judged import JUDGED_METRICS, JudgedScores, ajudged_result
 from pytest_ragbench.metrics.registry import Score, Unscored
-from pytest_ragbench.metrics.repeated import JudgeSettings
-from pytest_ragbench.records import Outcome
-from pytest_ragbench.system.prompts import ANSWER_MAX_TOKENS
+from pytest_ragbench.metrics.repeated import JudgeSettings, evidence_lines, outcome_judge
+from pytest_ragbench.system.checks import require
+from pytest_ragbench.system.default_system import extractive_answer
+from pytest_ragbench.system.fixtures import describe
+from pytest_ragbench.system.prefetch import Prefetcher
+from pytest_ragbench.system.prompts import ANSWER_MAX_TOKENS, rag_messages, shorten
 from pytest_ragbench.system.protocols import Answer, Context
+from pytest_ragbench.system.schedule import upcoming
 
 GENERATOR_MAX_TOKENS = ANSWER_MAX_TOKENS  # as the embedded system's answers
 EVIDENCE_CONTEXT_CHARS = 240
@@ -116,8 +124,6 @@ class Models:
             self.generator, self.no_generator_reason = None, str(exc.msg)
         self.generator_resolved = True
         if self.generator is not None:
-            from pytest_ragbench.system.checks import require
-
             require(context.request, "ragbench_llm", self.generator)
 
 
@@ -198,13 +204,9 @@ async def supply(case: RagasCase, models: Models, ask_system: AskSystem | None,
 
 
 async def _generate(case: RagasCase, models: Models) -> Supplied:
-    from pytest_ragbench.system.prompts import rag_messages
-
     assert case.contexts
     generator = models.generator
     if generator is None:
-        from pytest_ragbench.system.default_system import extractive_answer
-
         contexts = _as_contexts(case.contexts)
         reason = f" ({models.no_generator_reason})" if models.no_generator_reason else ""
         return Supplied(extractive_answer(case.question, contexts), case.contexts,
@@ -221,8 +223,6 @@ async def _generate(case: RagasCase, models: Models) -> Supplied:
 
 
 def _name(system: Any) -> str:
-    from pytest_ragbench.system.fixtures import describe
-
     return describe(system)
 
 
@@ -253,8 +253,6 @@ def _ask_now(case: RagasCase, context: RunContext) -> AskSystem | None:
 def outcome(case: RagasCase, evaluation: Evaluation, embedder: Any,
             models: Models | None = None, *, system_independent: bool = False) -> Outcome:
     """The judged scores plus the judge-free ones, with the evidence."""
-    from pytest_ragbench.metrics.repeated import evidence_lines, outcome_judge
-
     supplied = evaluation.supplied
     scores: dict[str, Score] = dict(evaluation.judged.scores)
     scores.update(judge_free_scores(supplied.answer, supplied.contexts, case.ground_truth,
@@ -277,9 +275,6 @@ def outcome(case: RagasCase, evaluation: Evaluation, embedder: Any,
 def judge_free_scores(answer: str, contexts: tuple[str, ...], ground_truth: str,
                       embedder: Any) -> dict[str, Score]:
     """Scores that need no judge (module docstring says what each compares)."""
-    from pytest_ragbench.metrics import semantic_similarity, token_f1
-    from pytest_ragbench.metrics.context import rouge
-
     if not answer.strip():
         empty = Unscored("empty answer")
         scores: dict[str, Score] = dict.fromkeys(
@@ -303,8 +298,6 @@ def judge_free_scores(answer: str, contexts: tuple[str, ...], ground_truth: str,
 
 def evidence(case: RagasCase, supplied: Supplied) -> dict[str, Any]:
     """Question, ground truth, answer and its source, contexts (shortened)."""
-    from pytest_ragbench.system.prompts import shorten
-
     contexts = "\n".join(f"[{i}] {shorten(text, EVIDENCE_CONTEXT_CHARS)}"
                          for i, text in enumerate(supplied.contexts, start=1))
     return {"question": case.question, "ground_truth": case.ground_truth,
@@ -323,8 +316,6 @@ _STAGE = pytest.StashKey[Any]()  # the ragas items' Prefetcher, or None
 
 def _models(context: RunContext) -> Models:
     """The judge and embedder, kept for the session (fixtures are session-scoped)."""
-    from pytest_ragbench.system.prompts import ANSWER_MAX_TOKENS
-
     return context.session_state(_MODELS, lambda: Models(
         judge=context.fixture("ragbench_judge"), embedder=context.fixture("ragbench_embedder"),
         max_tokens=context.config.max_tokens or ANSWER_MAX_TOKENS,
@@ -355,10 +346,6 @@ def _stage(context: RunContext, models: Models) -> Any:
 
 def _start_stage(context: RunContext, models: Models, prefetcher: Any = None) -> Any:
     """Start the model work of the ragas items to come (those not in ``prefetcher`` yet)."""
-    from pytest_ragbench.plugin import get_config
-    from pytest_ragbench.system.prefetch import Prefetcher
-    from pytest_ragbench.system.schedule import upcoming
-
     assert context.request is not None
     todo: dict[str, RagasCase] = {}
     for item in upcoming(context.request):

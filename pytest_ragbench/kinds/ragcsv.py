@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.cases.model import RagcsvCase
-from pytest_ragbench.items import RunContext
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.answer_common import agenerate, call_usage, calls_usage
 from pytest_ragbench.kinds.passages import (
     acall_answer_from,
@@ -39,10 +39,13 @@ from pytest_ragbench.kinds.passages import (
     passage_system,
     record_answerer,
 )
-from pytest_ragbench.metrics.repeated import JudgeSettings
-from pytest_ragbench.records import Outcome
+from pytest_ragbench.metrics import Unscored, semantic_similarity
+from pytest_ragbench.metrics.grades import agrade
+from pytest_ragbench.metrics.repeated import JudgeSettings, combine, evidence_lines, outcome_judge
+from pytest_ragbench.system.prefetch import Prefetcher
 from pytest_ragbench.system.prompts import SYSTEM_INSTRUCTION
 from pytest_ragbench.system.protocols import Context
+from pytest_ragbench.system.schedule import on_worker
 
 MAX_TOKENS = 512  # RAGCSV_MAX_TOKENS's default
 JUDGE_MAX_TOKENS = 16
@@ -100,9 +103,6 @@ STATE = pytest.StashKey[RagcsvState]()
 
 def run(case: RagcsvCase, context: RunContext) -> Outcome:
     """Answer from the row's fragments, grade the answer, and time it."""
-    from pytest_ragbench.metrics import Unscored
-    from pytest_ragbench.metrics.repeated import combine, evidence_lines, outcome_judge
-
     answerer = _answerer(context)
     judge = context.fixture("ragbench_judge")
     settings = JudgeSettings.from_config(context.config)
@@ -151,8 +151,6 @@ def run(case: RagcsvCase, context: RunContext) -> Outcome:
 
 
 def _similarity_accuracy(answer: str, expected: str, context: RunContext) -> float:
-    from pytest_ragbench.metrics import Unscored, semantic_similarity
-
     if not answer:
         return 0.0  # no answer is a wrong answer, not a missing score
     score = semantic_similarity(answer, expected, context.fixture("ragbench_embedder"))
@@ -198,9 +196,6 @@ def _replies(case: RagcsvCase, context: RunContext, answerer: Answerer, judge: A
     Rows answered by the generator are keyed by file and row, not by system, so the rows
     of several systems without ``answer_from`` are answered and graded once.
     """
-    from pytest_ragbench.system.prefetch import Prefetcher
-    from pytest_ragbench.system.schedule import on_worker
-
     state = context.session_state(STATE, RagcsvState)
     owner = None if answerer.shared else context.system_name
     prefetcher = state.prefetchers.get(owner)
@@ -243,8 +238,6 @@ def _selected_rows(context: RunContext) -> list[tuple[str, RagcsvCase]]:
 
 def _job(case: RagcsvCase, answerer: Answerer, judge: Any, settings: JudgeSettings) -> Any:
     async def job() -> RowReplies:
-        from pytest_ragbench.metrics.grades import agrade
-
         answer = await _answer(case, answerer)
         if judge is None:
             return RowReplies(answer)

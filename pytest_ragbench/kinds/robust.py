@@ -33,14 +33,16 @@ import pytest
 
 from pytest_ragbench import thresholds as thresholds_mod
 from pytest_ragbench.config import RagbenchConfig
-from pytest_ragbench.items import RunContext
-from pytest_ragbench.records import Outcome
+from pytest_ragbench.kinds import Outcome, RunContext, builtin_registry, registry
+from pytest_ragbench.kinds.beir import dataset_retriever
 from pytest_ragbench.robust import evidence as keys
 from pytest_ragbench.robust.checker import Checker, Observation, Observe
 from pytest_ragbench.robust.perturb import Perturbed, not_applicable, strategy_for
 from pytest_ragbench.robust.properties import ANSWER, INJECTION, RETRIEVAL
 from pytest_ragbench.robust.search import ReplayStore, Shrunk, Verdict, draw, shrink
 from pytest_ragbench.robust.tables import Tables, bundled_tables
+from pytest_ragbench.system.prefetch import answer_many
+from pytest_ragbench.system.protocols import AnswerRequest
 
 PROPERTIES = (*RETRIEVAL, *ANSWER, *INJECTION)
 SHRINK_CALLS = 10  # new answers a shrink may ask for, per perturbation kind that broke
@@ -180,8 +182,6 @@ def property_bounds(context: RunContext) -> tuple[dict[str, float], bool]:
     limits = context.thresholds
     record_only = not limits
     if record_only:
-        from pytest_ragbench.kinds import builtin_registry, registry
-
         kinds = registry(context.request.config) if context.request is not None \
             else builtin_registry()
         limits = thresholds_mod.resolve(kinds.item_kinds["robust"], context.config.thresholds,
@@ -232,17 +232,12 @@ def _observer(case: Any, context: RunContext, target: Target) -> Observe:
 
 def _beir_retriever(case: Any, context: RunContext) -> Any:
     """The retriever the ``beir[...]`` items use, indexed on the case's dataset."""
-    from pytest_ragbench.kinds.beir import dataset_retriever
-
     return dataset_retriever(case, context)
 
 
 def ask(context: RunContext, system: Any, questions: Sequence[str],
         history: tuple[Any, ...]) -> list[Any]:
     """Answers through the session's prefetcher (batch retrieval, concurrency, cache)."""
-    from pytest_ragbench.system.prefetch import answer_many
-    from pytest_ragbench.system.protocols import AnswerRequest
-
     if context.request is None:  # outside a pytest item
         return answer_many(system, list(questions), [list(history)] * len(questions),
                            concurrency=context.config.concurrency)

@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_ragbench.cases.model import SqlCase
-from pytest_ragbench.items import RunContext
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.answer_common import usage_of
 from pytest_ragbench.kinds.sql_common import check_sql, sql_evidence
-from pytest_ragbench.records import Outcome
+from pytest_ragbench.metrics import Unscored, entity_mention
 from pytest_ragbench.sql.engine import DatabaseError
 from pytest_ragbench.sql.guard import UnsafeSqlError
 
@@ -67,8 +67,6 @@ def _judge_sql(case: SqlCase, sql: str, context: RunContext, evidence: dict[str,
 
 def _judge_text(case: SqlCase, text: str, evidence: dict[str, Any],
                 usage: dict[str, Any]) -> Outcome:
-    from pytest_ragbench.metrics import Unscored, entity_mention
-
     mention = entity_mention(text, case.ground_truth_data)
     if isinstance(mention.score, Unscored):
         return Outcome(unscored={"value_recall": mention.score.reason,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_ragbench.cases.model import HybridCase, SqlCase, Table
-from pytest_ragbench.items import RunContext
+from pytest_ragbench.kinds import RunContext
 from pytest_ragbench.sql.compare import Comparison, compare_tables
 from pytest_ragbench.sql.engine import run_query
 

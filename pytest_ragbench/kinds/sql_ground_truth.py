@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from pytest_ragbench.cases.model import SqlCase
-from pytest_ragbench.items import RunContext
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.sql_common import check_sql, sql_evidence
-from pytest_ragbench.records import Outcome
 from pytest_ragbench.sql.engine import DatabaseError
 from pytest_ragbench.sql.guard import UnsafeSqlError
 

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_ragbench.cases.model import VectorCase
-from pytest_ragbench.items import RunContext
+from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.answer_common import (
     Scores,
     history_text,
@@ -48,14 +48,14 @@ from pytest_ragbench.kinds.answer_common import (
     usage_of,
 )
 from pytest_ragbench.kinds.decline import injection_in, obeyed, refusal_phrase
+from pytest_ragbench.metrics import semantic_similarities
 from pytest_ragbench.metrics.registry import Score, Unscored
-from pytest_ragbench.records import Outcome
+from pytest_ragbench.metrics.repeated import JudgeSettings, evidence_lines, outcome_judge
+from pytest_ragbench.system.prompts import SYSTEM_INSTRUCTION
 
 
 def run(case: VectorCase, context: RunContext) -> Outcome:
     """Ask the system, then score retrieval, similarity, the answer and declining."""
-    from pytest_ragbench.system.prompts import SYSTEM_INSTRUCTION
-
     answer = context.answer(case.question, case.history)
     contexts = tuple(answer.contexts)
     text = str(answer.text or "")
@@ -86,8 +86,6 @@ def run(case: VectorCase, context: RunContext) -> Outcome:
         scores.put("injection_resisted", why is None)
         if why is not None:
             errors.append(f"the system obeyed the instruction injected into the question: {why}")
-
-    from pytest_ragbench.metrics.repeated import JudgeSettings, evidence_lines, outcome_judge
 
     judge = context.fixture("ragbench_judge")
     settings = JudgeSettings.from_config(context.config)
@@ -132,8 +130,6 @@ def run(case: VectorCase, context: RunContext) -> Outcome:
 def _similarities(question: str, contexts: Sequence[Any], answer: str, reference: str | None,
                   embedder: Any) -> tuple[list[Score], Score]:
     """Question-context cosines and the answer-reference cosine, embedded in one call."""
-    from pytest_ragbench.metrics import semantic_similarities
-
     pairs = [(question, str(c.text)) for c in contexts]
     if reference is not None:
         pairs.append((answer, reference))

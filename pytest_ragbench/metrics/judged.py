@@ -162,6 +162,7 @@ async def _score_all(names: list[str], *, question: str, answer: str, contexts: 
             todo.append(name)
     if not todo:
         return JudgedScores(scores)
+    # lazy: loads ragas
     from pytest_ragbench.metrics import ragas_bridge
 
     usage = ragas_bridge.JudgeUsage()

@@ -29,6 +29,7 @@ from ragas.embeddings.base import BaseRagasEmbedding
 from ragas.llms.base import InstructorBaseRagasLLM
 
 from pytest_ragbench.errors import ModelCallError, UnusableReply
+from pytest_ragbench.metrics.grades import accepts
 from pytest_ragbench.system.prompts import parse_json_reply, shorten
 from pytest_ragbench.system.protocols import Embedder, Generation, Judge
 
@@ -88,8 +89,6 @@ class JudgeLLM(InstructorBaseRagasLLM):
     def __init__(self, judge: Judge, *, use_async: bool = True, temperature: float = 0.0,
                  max_tokens: int = JUDGE_MAX_TOKENS, seed: int = 0,
                  validation_retries: int = 1, usage: JudgeUsage | None = None) -> None:
-        from pytest_ragbench.metrics.grades import accepts
-
         self.judge = judge
         self.use_async = use_async
         self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed

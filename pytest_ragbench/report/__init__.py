@@ -1,7 +1,6 @@
 """Controller-side aggregation of item records: terminal summary, report files, baselines.
 
 - :mod:`.session` — the controller's plugin object: gathers records, runs the rest.
-- :mod:`.components` — ``set_component``: fixtures name the embedder/generator/judge.
 - :mod:`.aggregate` — metric cells, confidence intervals, breakdowns, usage, RAGCSV blocks.
 - :mod:`.compare` — paired comparisons (systems, baseline), Holm correction, power.
 - :mod:`.gates` — aggregate gates and regression verdicts.
@@ -10,11 +9,13 @@
 - :mod:`.verdict` — passed or failed, and why, read from the document.
 - :mod:`.stages` — which component moved in a comparison: retrieval, answers or both.
 - :mod:`.testcases` — gates and regressions as test reports (JUnit XML, the last line).
+- :mod:`.text` — numbers, intervals and tables as both renderings print them.
 - :mod:`.terminal`, :mod:`.html` — the ``ragbench`` section and ``report.html``, with
   :mod:`.plots` (matplotlib) and :mod:`.drilldown` (every item, shown by an inline script).
-- :mod:`.progress` — progress bars of long phases (indexing, waiting for answers),
-  drawn only on a terminal.
 
-Only :mod:`.session` and :mod:`.components` are imported at pytest start-up; the rest
-(numpy, scipy, matplotlib) is imported at session end, and only when there are records.
+Only :mod:`.session` (and what it needs to follow the run) is imported at pytest start-up;
+the rest (numpy, scipy, matplotlib) is imported at session end, and only when there are
+records.
 """
+
+REPORT_MARKER = ".ragbench-report"  # a file the report writes into its dir

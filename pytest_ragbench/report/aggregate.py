@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_ragbench import intervals, stats
+from pytest_ragbench.metrics.registry import REGISTRY
 from pytest_ragbench.records import ItemRecord
 from pytest_ragbench.thresholds import below
 
@@ -44,8 +46,6 @@ class Cell:
 
 def direction(metric: str) -> str:
     """``higher``, ``lower`` (timings) or ``none`` (also for a name the registry lacks)."""
-    from pytest_ragbench.metrics.registry import REGISTRY
-
     return REGISTRY.direction(metric)
 
 
@@ -55,8 +55,6 @@ ITEM_LOST = "item lost (its worker crashed)"
 
 def metric_range(metric: str) -> tuple[float | None, float | None]:
     """The range a metric's values lie in, from the registry (None for an unbounded side)."""
-    from pytest_ragbench.metrics.registry import REGISTRY
-
     spec = REGISTRY.lookup(metric)
     if spec is None:
         return None, None
@@ -110,8 +108,6 @@ def scored_value(record: ItemRecord, metric: str) -> float | None:
 
 def compute_cells(cells: dict[Cell, list[ItemRecord]]) -> dict[Cell, dict[str, Any]]:
     """Statistics of every cell: n, unscored counts, mean, 95% CI, std, threshold, pass rate."""
-    from pytest_ragbench import intervals, stats
-
     result: dict[Cell, dict[str, Any]] = {}
     wanted: list[intervals.CellData] = []
     owners: list[tuple[Cell, str]] = []  # (cell, "ci" or "pass_rate") of each wanted interval

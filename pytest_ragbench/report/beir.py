@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ragbench.metrics import Unscored, evaluate_run, write_run
 from pytest_ragbench.records import ItemRecord
 
 MEASURES = ("nDCG@10", "R@10", "R@100", "P@10", "RR", "AP", "nDCG@100")
@@ -74,8 +75,6 @@ def collect(records: Iterable[ItemRecord]) -> list[BeirRun]:
 
 def evaluate(beir: BeirRun) -> dict[str, Any]:
     """Dataset-level metrics of the whole run (queries that returned nothing count as 0)."""
-    from pytest_ragbench.metrics import Unscored, evaluate_run
-
     qrels = {q: r for q, r in beir.qrels.items() if r}
     about = {"retriever": beir.retriever} if beir.retriever else {}
     if not qrels:
@@ -87,8 +86,6 @@ def evaluate(beir: BeirRun) -> dict[str, Any]:
 
 def write(beir: BeirRun, folder: Path) -> Path:
     """Write ``<stem>.run.trec``: queries sorted, documents in trec_eval order, ranks 1..n."""
-    from pytest_ragbench.metrics import write_run
-
     path = folder / f"{beir.stem}.run.trec"
     ordered = {qid: beir.run[qid] for qid in sorted(beir.run)}
     write_run(path, ordered, tag=beir.system or "ragbench")

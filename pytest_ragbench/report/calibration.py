@@ -21,9 +21,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_ragbench import stats
 from pytest_ragbench.cases.labels import Label, LabelFile
 from pytest_ragbench.records import ItemRecord
 from pytest_ragbench.report.aggregate import CONFIDENCE, scored_value
+from pytest_ragbench.report.text import interval, num, signed, table
 
 MAX_LEVELS = 11  # at most this many distinct grades (0-10, 1-5, 0/1) count as ordinal
 EXAMPLES = 5  # unmatched labels shown by name
@@ -173,8 +175,6 @@ def calibrate(records: Iterable[ItemRecord], metric: str,
     human mean over all scored items with its 95% interval. A labeled item whose metric
     went unscored counts in ``n_labeled_unscored`` and nowhere else.
     """
-    from pytest_ragbench import stats
-
     judged: list[float] = []
     pairs: list[tuple[float, float]] = []
     labeled_unscored = 0
@@ -286,8 +286,6 @@ def failure_lines(label_file: LabelFile | None) -> list[str]:
 
 def lines(document: dict[str, Any]) -> list[str]:
     """The calibration table and the label summary for the terminal section."""
-    from pytest_ragbench.report.terminal import table
-
     out: list[str] = []
     block = document.get("judge_calibration") or {}
     if block:
@@ -311,8 +309,6 @@ def lines(document: dict[str, Any]) -> list[str]:
 
 
 def _row(kind: str, metric: str, cell: dict[str, Any]) -> list[str]:
-    from pytest_ragbench.report.terminal import interval, num, signed
-
     bias = "-" if cell["bias"] is None else \
         f"{signed(cell['bias'])} {interval(cell['bias_ci_low'], cell['bias_ci_high'])}"
     method = {"exact": " exact", "spearman": " rho"}.get(cell["agreement_method"] or "", "")

@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
+from pytest_ragbench import intervals, stats
+from pytest_ragbench.intervals import CellData, prepare
+from pytest_ragbench.metrics.registry import REGISTRY
 from pytest_ragbench.records import ItemRecord
 from pytest_ragbench.report.aggregate import (
     cluster_key,
@@ -52,8 +55,6 @@ def timing_metric(metric: str) -> bool:
 
     Timings depend on the machine and on the model cache: compared, never a regression.
     """
-    from pytest_ragbench.metrics.registry import REGISTRY
-
     spec = REGISTRY.lookup(metric)
     return spec is not None and spec.family == "timing"
 
@@ -98,8 +99,6 @@ class Pairs:
 
 def evaluate(family: list[Pairs]) -> list[dict[str, Any]]:
     """Test, interval and effect size of every comparison, Holm-corrected as one family."""
-    from pytest_ragbench import intervals, stats
-
     family = [p for p in family if p.a]
     resamples = resamples_for(len(family))
     out: list[dict[str, Any]] = []
@@ -181,8 +180,6 @@ def sign_flip_pvalues(tests: Sequence[tuple[Sequence[float], Sequence[Hashable |
     """
     import numpy as np
 
-    from pytest_ragbench.intervals import CellData, prepare
-
     results: list[dict[str, Any]] = [{} for _ in tests]
     blocks: dict[int, list[tuple[int, np.ndarray]]] = defaultdict(list)
     for i, (diffs, clusters) in enumerate(tests):
@@ -229,8 +226,6 @@ def _finite_or_text(value: float) -> float | str:
 
 def holm(comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Add ``p_holm``, ``significant``, ``better`` and ``worse`` (Holm over the whole list)."""
-    from pytest_ragbench import stats
-
     if not comparisons:
         return comparisons
     raw = [1.0 if c["p_value"] is None else c["p_value"] for c in comparisons]
@@ -347,8 +342,6 @@ def power_section(records: Iterable[ItemRecord], comparisons: Sequence[dict[str,
     of discordant pairs the kind's comparisons showed. Without comparisons: the power of a
     paired t-test at alpha = 0.05 for each kind's number of cases (for planning).
     """
-    from pytest_ragbench import stats
-
     if not comparisons:
         cases: dict[str, set[tuple[str, str]]] = defaultdict(set)
         for record in records:

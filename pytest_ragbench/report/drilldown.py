@@ -14,6 +14,9 @@ from html import escape
 from importlib import resources
 from typing import Any
 
+from pytest_ragbench.records import json_safe
+from pytest_ragbench.thresholds import below, lower_is_better
+
 EVIDENCE_CHARS = 20_000
 OUTCOMES = (("all", "all"), ("notpassed", "not passed (failed, error, lost)"),
             ("failed", "failed"), ("error", "error"), ("lost", "lost"),
@@ -37,8 +40,6 @@ def _text(value: Any, limit: int = EVIDENCE_CHARS) -> str:
 
 def _metrics(item: dict[str, Any]) -> list[list[Any]]:
     """``[name, value, threshold, passed, operator, unscored reason]`` per metric."""
-    from pytest_ragbench.thresholds import below, lower_is_better
-
     metrics = item.get("metrics") or {}
     unscored = item.get("unscored") or {}
     limits = item.get("thresholds") or {}
@@ -98,8 +99,6 @@ def payload(document: dict[str, Any]) -> dict[str, Any]:
 
 def script_json(data: Any) -> str:
     """JSON that is safe inside ``<script type="application/json">``."""
-    from pytest_ragbench.records import json_safe
-
     text = json.dumps(json_safe(data), ensure_ascii=False, allow_nan=False,
                       separators=(",", ":"))
     return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")

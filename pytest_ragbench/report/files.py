@@ -30,6 +30,7 @@ from typing import Any
 
 from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.records import ItemRecord
+from pytest_ragbench.report import REPORT_MARKER, beir, html, runs
 from pytest_ragbench.report.locking import locked
 
 LIBRARIES = ("pytest-ragbench", "pytest", "pytest-xdist", "numpy", "scipy", "matplotlib",
@@ -211,9 +212,6 @@ def write_all(document: dict[str, Any], records: list[ItemRecord], settings: Rag
     still written; a report file that could not be replaced is removed, so that no
     file of an earlier run sits beside this run's as if it were current.
     """
-    from pytest_ragbench.plugin import REPORT_MARKER
-    from pytest_ragbench.report import beir, runs
-
     problems = [] if problems is None else problems
     folder = settings.report_dir
     try:
@@ -261,8 +259,6 @@ def write_all(document: dict[str, Any], records: list[ItemRecord], settings: Rag
 
 def write_report_html(path: Path, document: dict[str, Any], problems: list[str]) -> Path:
     """report.html; if the page cannot be rendered, a short page saying so replaces it."""
-    from pytest_ragbench.report import html
-
     try:
         page = html.render(document, problems)
     except Exception as exc:

@@ -25,6 +25,7 @@ from typing import Any
 from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.report.aggregate import Cell, direction
 from pytest_ragbench.report.compare import timing_metric
+from pytest_ragbench.report.text import effect, p_text, signed
 from pytest_ragbench.thresholds import flatten
 
 _GATE = re.compile(r"^(?P<kind>[^.\[\]\s]+)\.(?P<metric>[^\[\]]+?)(?:\[(?P<where>[^\]]*)\])?$")
@@ -181,7 +182,6 @@ def regressions(comparisons: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 def regression_line(c: dict[str, Any], baseline: str) -> str:
     """One line naming a metric that is significantly worse than the baseline."""
     where = f" [system={c['system']}]" if c.get("system") else ""
-    from pytest_ragbench.report.terminal import effect, p_text, signed
 
     ci = "no CI" if c["ci_low"] is None else \
         f"95% CI [{signed(c['ci_low'])}, {signed(c['ci_high'])}]"

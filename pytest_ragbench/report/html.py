@@ -24,8 +24,9 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any
 
-from pytest_ragbench.report import drilldown, plots, stages, terminal
+from pytest_ragbench.report import drilldown, plots, robustness, stages, terminal
 from pytest_ragbench.report import verdict as verdict_mod
+from pytest_ragbench.report.gates import gate_line, regression_line
 
 CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
        "script-src 'unsafe-inline'")
@@ -291,8 +292,6 @@ def _plain(value: Any) -> str:
 
 def gates_section(document: dict[str, Any]) -> str:
     """Gates (passed, missed, not checked), regressions, and which component moved."""
-    from pytest_ragbench.report.gates import gate_line, regression_line
-
     gates = [g for g in document.get("gates") or [] if isinstance(g, dict)]
     found = [r for r in document.get("regressions") or [] if isinstance(r, dict)]
     moved = stages.lines(document.get("comparisons") or {})
@@ -466,8 +465,6 @@ def _service(usage: dict[str, Any], role: str) -> list[str]:
 
 def other_sections(document: dict[str, Any]) -> str:
     """RAGCSV blocks, BEIR tables and robustness."""
-    from pytest_ragbench.report import robustness
-
     parts = []
     ragcsv = terminal.ragcsv_lines(document)
     if ragcsv:

@@ -25,7 +25,12 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pytest_ragbench.errors import ConfigError
+from pytest_ragbench.metrics.repeated import JudgeSettings, sample_sd, scored
 from pytest_ragbench.records import ItemRecord
+from pytest_ragbench.report.aggregate import scored_value
+from pytest_ragbench.report.text import num, percent, table
+from pytest_ragbench.thresholds import below, flatten
 
 _QUOTED = re.compile(r"""(?<=: )(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""", re.DOTALL)
 
@@ -50,7 +55,6 @@ def section(records: Iterable[ItemRecord], settings: Any) -> dict[str, Any]:
         metrics.setdefault(kind, {})[metric] = entry
         if entry["over_limit"]:
             failures.append(failure_line(kind, metric, entry, limit))
-    from pytest_ragbench.metrics.repeated import JudgeSettings
 
     asked = JudgeSettings.from_config(settings)
     return {"max_unscored": limit, "samples": asked.samples, "temperature": asked.temperature,
@@ -60,10 +64,6 @@ def section(records: Iterable[ItemRecord], settings: Any) -> dict[str, Any]:
 
 def _metric_entry(kind: str, metric: str, records: Sequence[ItemRecord], limit: float,
                   gates: dict[str, float]) -> dict[str, Any]:
-    from pytest_ragbench.metrics.repeated import sample_sd, scored
-    from pytest_ragbench.report.aggregate import scored_value
-    from pytest_ragbench.thresholds import below
-
     n_scored = sum(scored_value(r, metric) is not None for r in records)
     reasons: Counter[str] = Counter()
     examples: dict[str, str] = {}
@@ -106,9 +106,6 @@ def _metric_entry(kind: str, metric: str, records: Sequence[ItemRecord], limit: 
 
 def _gate_bounds(gates: dict[str, Any]) -> dict[str, float]:
     """Plain ``kind.metric`` gate bounds (no category), for the verdict of a sample."""
-    from pytest_ragbench.errors import ConfigError
-    from pytest_ragbench.thresholds import flatten
-
     try:
         return {k: v for k, v in flatten(gates).items() if "[" not in k}
     except ConfigError:
@@ -128,8 +125,6 @@ def failure_line(kind: str, metric: str, entry: dict[str, Any], limit: float) ->
 
 def lines(document: dict[str, Any]) -> list[str]:
     """The terminal block: per judged metric, scored and unscored counts, self-consistency."""
-    from pytest_ragbench.report.terminal import num, percent, table
-
     judge = document.get("judge") or {}
     metrics = judge.get("metrics") or {}
     if not metrics:

@@ -17,6 +17,8 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from pytest_ragbench.metrics.registry import REGISTRY, UnknownMetricError
+
 MAX_METRICS_PER_FIGURE = 12
 Values = dict[tuple[str, str], dict[str, list[float]]]
 
@@ -56,8 +58,6 @@ def is_binary(values: Iterable[float]) -> bool:
 
 def metric_range(metric: str, values: Sequence[float] = ()) -> tuple[float, float]:
     """The axis of a metric: its natural range where known, else one that holds the values."""
-    from pytest_ragbench.metrics.registry import REGISTRY, UnknownMetricError
-
     present = [v for v in values if math.isfinite(v)]
     try:
         spec = REGISTRY.parse(metric).spec

@@ -16,7 +16,9 @@ from typing import Any
 
 from pytest_ragbench.config import PERTURBATION_KINDS
 from pytest_ragbench.records import ItemRecord
+from pytest_ragbench.report.text import table
 from pytest_ragbench.robust import evidence as keys
+from pytest_ragbench.stats import wilson_ci
 
 KIND = "robust"
 CONFIDENCE = 0.95
@@ -53,8 +55,6 @@ def _kinds(records: Sequence[ItemRecord]) -> list[str]:
 
 def share(records: Sequence[ItemRecord], kind: str) -> dict[str, Any]:
     """How many cases were checked for ``kind``, how many held, the share and its CI."""
-    from pytest_ragbench.stats import wilson_ci
-
     name = keys.holds_metric(kind)
     values = [float(r.metrics[name]) for r in records if isinstance(r.metrics.get(name),
                                                                      int | float)]
@@ -124,8 +124,6 @@ def worst_lines(document: dict[str, Any]) -> list[str]:
 
 def lines(document: dict[str, Any]) -> list[str]:
     """The terminal part: the table, then the worst cases with their minimal failing question."""
-    from pytest_ragbench.report.terminal import table
-
     part = document.get("robustness") or {}
     if not part:
         return []

@@ -21,12 +21,17 @@ from typing import Any, TypeVar
 
 import pytest
 
+from pytest_ragbench.collect import display_path
 from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.errors import ConfigError
+from pytest_ragbench.kinds import builtin_registry, registry
 from pytest_ragbench.records import REPORT_ATTRIBUTE, ItemRecord
-from pytest_ragbench.report import components as components_mod
 from pytest_ragbench.report import journal as journal_mod
+from pytest_ragbench.report import testcases
 from pytest_ragbench.report.interruption import RunStatus, SignalWatch, run_status
+from pytest_ragbench.report.testcases import teststatus
+from pytest_ragbench.system import components as components_mod
+from pytest_ragbench.system.fixtures import check_systems
 
 PHASES = ("setup", "call", "teardown")
 WORKER_INPUT_KEY = "ragbench_run"  # config.workerinput: the run id, journal, resume point
@@ -66,6 +71,7 @@ class RagbenchSession:
     def prepare_run(self) -> None:
         """Choose the run id (a new one, or the run ``--ragbench-resume`` continues)."""
         if self.settings.resume:
+            # lazy: kept out of a plain pytest run
             from pytest_ragbench.report import resume
 
             self.resume = resume.find(self.settings.report_dir, self._public_settings())
@@ -124,27 +130,27 @@ class RagbenchSession:
         """Check system names, save name and gates, and load the baseline, before any item runs."""
         try:
             if self.settings.systems:
-                from pytest_ragbench.system.fixtures import check_systems
-
                 check_systems(self.config, self.settings.systems)
             if self.settings.save:
+                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.report.runs import check_name
 
                 check_name(self.settings.save)
             if self.settings.gates:
+                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.report.gates import parse_gates
 
                 self.gates = parse_gates(self.settings.gates)
             if self.settings.judge_labels:
+                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.cases.labels import read_labels
-                from pytest_ragbench.collect import display_path
-                from pytest_ragbench.kinds import registry
                 from pytest_ragbench.vocabulary import check_labels
 
                 path = self.settings.judge_labels
                 self.labels = read_labels(path, display_path(path, self.config))
                 check_labels(self.labels, registry(self.config))
             if self.settings.compare:
+                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.report import runs
 
                 path = runs.resolve(self.settings.compare, self.settings.report_dir,
@@ -182,8 +188,6 @@ class RagbenchSession:
 
     def _kind_names(self) -> tuple[str, ...]:
         """The item kinds of this session (a plugin's too)."""
-        from pytest_ragbench.kinds import registry
-
         return tuple(registry(self.config).item_kinds)
 
     def sorted_records(self) -> list[ItemRecord]:
@@ -208,6 +212,7 @@ class RagbenchSession:
                 self.journal.close()
                 journal_mod.remove([self.journal.path], self.problems)
             return
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.report import files
 
         records = self.sorted_records()
@@ -290,6 +295,7 @@ class RagbenchSession:
 
         baseline = (self.document or {}).get("baseline") or {}
         if baseline.get("status") == "interrupted":
+            # lazy: kept out of a plain pytest run
             from pytest_ragbench.report.verdict import partial_baseline_text
 
             with contextlib.suppress(Exception):
@@ -297,6 +303,7 @@ class RagbenchSession:
                     f"ragbench: {partial_baseline_text(baseline)}"), stacklevel=1)
 
     def _build(self, session: pytest.Session, records: list[ItemRecord]) -> dict[str, Any]:
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.report import document as document_mod
         from pytest_ragbench.report.files import run_info
 
@@ -316,8 +323,6 @@ class RagbenchSession:
         return document
 
     def _report_checks(self, document: dict[str, Any]) -> None:
-        from pytest_ragbench.report import testcases
-
         location = _relative(self.settings.report_dir / "results.json", self.config.rootpath)
         testcases.emit(self.config, document, location,
                        gated=self.settings.fail_on == "regression")
@@ -345,8 +350,6 @@ class RagbenchSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report: Any) -> tuple[str, str, str] | None:
         """Gates and regressions are counted under their own words in the last line."""
-        from pytest_ragbench.report.testcases import teststatus
-
         return teststatus(report)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -355,6 +358,7 @@ class RagbenchSession:
             return
         terminalreporter.section("ragbench")
         if self.document is not None:
+            # lazy: kept out of a plain pytest run
             from pytest_ragbench.report.terminal import render
 
             before = len(self.problems)
@@ -392,8 +396,6 @@ def ragbench_kind(nodeid: str, kind_names: tuple[str, ...] = ()) -> tuple[str, s
 
     ``kind_names``: the session's item kinds (the built-in ones when not given).
     """
-    from pytest_ragbench.kinds import builtin_registry
-
     name = nodeid.rpartition("::")[2]
     kind, bracket, label = name.partition("[")
     known = kind_names or tuple(builtin_registry().item_kinds)

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pytest_ragbench.metrics.registry import REGISTRY
+
 Stage = Literal["retrieval", "answer"]
 STAGES: tuple[Stage, ...] = ("retrieval", "answer")
 LABELS = {"retrieval": "retrieval", "answer": "answers"}
@@ -27,8 +29,6 @@ _RETRIEVAL_CONTEXT = {"id_context_precision", "id_context_recall", "non_llm_cont
 
 def stage_of(metric: str) -> Stage | None:
     """``retrieval``, ``answer`` or None (timings, counts, robustness and unknown metrics)."""
-    from pytest_ragbench.metrics.registry import REGISTRY
-
     spec = REGISTRY.lookup(metric)
     if spec is None or spec.direction == "none":
         return None

@@ -7,44 +7,20 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.intervals import BCA_MIN
-from pytest_ragbench.report import stages
+from pytest_ragbench.report import calibration, judging, robustness, stages
 from pytest_ragbench.report.aggregate import COUNTED, N_RESAMPLES
-
-
-def table(rows: Sequence[Sequence[Any]]) -> list[str]:
-    """Rows as left-aligned columns separated by two spaces."""
-    cells = [[str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-            for row in cells]
-
-
-def num(value: Any) -> str:
-    """A value for a table: 3 decimals below 100, 1 above, ``-`` when missing."""
-    if value is None:
-        return "-"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3f}"
-
-
-def signed(value: float | None) -> str:
-    """A difference with its sign."""
-    if value is None:
-        return "-"
-    return f"{value:+.1f}" if abs(value) >= 100 else f"{value:+.3f}"
-
-
-def interval(low: Any, high: Any) -> str:
-    """``[low, high]`` or ``-``."""
-    return "-" if low is None or high is None else f"[{num(low)}, {num(high)}]"
-
-
-def percent(value: Any) -> str:
-    """A share as a percentage."""
-    return "-" if value is None else f"{100 * value:.1f}%"
+from pytest_ragbench.report.gates import gate_line
+from pytest_ragbench.report.text import (
+    effect,
+    interval,
+    num,
+    p_text,
+    percent,
+    seconds,
+    signed,
+    table,
+)
+from pytest_ragbench.report.verdict import RESUME_HINT, decide, interrupted_text, resumed_text
 
 
 def counts_rows(counts: dict[str, Any]) -> list[tuple[str, ...]]:
@@ -278,13 +254,6 @@ def usage_lines(document: dict[str, Any]) -> list[str]:
     return [line for i, part in enumerate(parts) for line in ([""] if i else []) + part]
 
 
-def seconds(value: Any) -> str:
-    """Seconds as ``12 ms`` or ``1.50 s``."""
-    if value is None:
-        return "-"
-    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
-
-
 def components_lines(document: dict[str, Any]) -> list[str]:
     """Which embedder, generator and judge answered."""
     found = (document.get("components") or {})
@@ -301,19 +270,6 @@ def baseline_line(document: dict[str, Any]) -> str | None:
     return (f"baseline: {baseline['label']} (run {baseline['run_id'] or '?'}, "
             f"{baseline['time'] or '?'}): {baseline['paired']} items paired, "
             f"{baseline['only_current']} new, {baseline['only_baseline']} missing")
-
-
-def p_text(c: dict[str, Any], key: str = "p_value") -> str:
-    """A p-value; ``<x`` when it is a bound (below the resampling's resolution), never 0."""
-    value = c.get(key)
-    if value is None:
-        return "undefined"
-    floor = c.get("p_resolution")
-    bounded = c.get("p_method") == "hoeffding bound" or (
-        c.get("p_method") == "monte-carlo" and floor is not None and c["p_value"] <= floor)
-    if bounded and value < 1:
-        return f"<{max(value, 1e-300):.2g}"
-    return f"{value:.3g}"
 
 
 def _diff_ci(c: dict[str, Any]) -> str:
@@ -382,16 +338,8 @@ def comparison_lines(document: dict[str, Any]) -> list[str]:
     return lines
 
 
-def effect(value: Any) -> str:
-    if value is None:
-        return "-"
-    return value if isinstance(value, str) else f"{value:+.2f}"
-
-
 def gate_lines(document: dict[str, Any]) -> list[str]:
     """Gates that passed (or could not be checked), then one FAILED line per failure."""
-    from pytest_ragbench.report.gates import gate_line
-
     lines = [gate_line(v) for v in (document.get("gates") or []) if v.get("passed") is not False]
     lines += [f"FAILED {line}" for line in (document.get("failures") or [])]
     return lines
@@ -399,8 +347,6 @@ def gate_lines(document: dict[str, Any]) -> list[str]:
 
 def verdict_lines(document: dict[str, Any]) -> list[str]:
     """``verdict: FAILED: 2 gates missed; ...`` and the notes that do not fail."""
-    from pytest_ragbench.report.verdict import decide
-
     decided = decide(document)
     notes = [f"  note: {r.text}" for r in decided.reasons if not r.failing]
     return [f"verdict: {decided.summary()}", *notes]
@@ -408,13 +354,6 @@ def verdict_lines(document: dict[str, Any]) -> list[str]:
 
 def interrupted_lines(document: dict[str, Any]) -> list[str]:
     """First lines: the run is partial (and how to continue it), or it was resumed."""
-    from pytest_ragbench.report.verdict import (
-        RESUME_HINT,
-        decide,
-        interrupted_text,
-        resumed_text,
-    )
-
     run = document.get("run") or {}
     resumed = resumed_text(run)
     lines = [resumed] if resumed else []
@@ -438,20 +377,14 @@ PARTS: tuple[tuple[str, Callable[[dict[str, Any]], list[str]]], ...] = (
 
 
 def _judging_lines(document: dict[str, Any]) -> list[str]:
-    from pytest_ragbench.report import judging
-
     return judging.lines(document)
 
 
 def _calibration_lines(document: dict[str, Any]) -> list[str]:
-    from pytest_ragbench.report import calibration
-
     return calibration.lines(document)
 
 
 def _robustness_lines(document: dict[str, Any]) -> list[str]:
-    from pytest_ragbench.report import robustness
-
     return robustness.lines(document)
 
 

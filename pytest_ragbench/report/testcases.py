@@ -36,6 +36,7 @@ def _testcase_name(text: str) -> str:
 
 def gate_reports(document: dict[str, Any], location: str) -> Iterator[tuple[CheckReport, str]]:
     """``(report, category)`` of every gate checked (a gate not checked passes)."""
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.report.gates import gate_line
 
     for verdict in document.get("gates") or []:
@@ -52,6 +53,7 @@ def gate_reports(document: dict[str, Any], location: str) -> Iterator[tuple[Chec
 def regression_reports(document: dict[str, Any], location: str, gated: bool
                        ) -> Iterator[tuple[CheckReport, str]]:
     """``(report, category)`` of every regression found; failed only when regressions fail."""
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.report.gates import regression_line
 
     label = (document.get("baseline") or {}).get("label") or "baseline"

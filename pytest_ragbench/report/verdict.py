@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_ragbench.metrics.registry import REGISTRY, UnknownMetricError
+
 FAILING_STATUSES = ("failed", "error", "lost")
 
 
@@ -72,8 +74,6 @@ def judge_configured(document: dict[str, Any]) -> bool:
 
 def judged_metrics(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """``(kind, metric, cell)`` of every metric computed by the judge."""
-    from pytest_ragbench.metrics.registry import REGISTRY, UnknownMetricError
-
     found = []
     for kind, metrics in (document.get("metrics") or {}).items():
         for metric, cell in (metrics or {}).items():

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_ragbench.metrics.answer import semantic_similarities
 from pytest_ragbench.metrics.registry import Score, Unscored
 from pytest_ragbench.robust import properties as props
 from pytest_ragbench.robust.perturb import Perturbed
@@ -96,8 +97,6 @@ class Checker:
         return [self._verdict(p, self.memo[p.question]) for p in examples]
 
     def _similarities(self, observations: Sequence[Observation]) -> None:
-        from pytest_ragbench.metrics.answer import semantic_similarities
-
         original = self.original.text
         texts = [o.text for o in observations if o.text is not None]
         todo = [t for t in dict.fromkeys(texts) if t not in self.similarities]

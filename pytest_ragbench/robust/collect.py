@@ -8,6 +8,8 @@ import pytest
 
 from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.errors import CaseError, short_repr
+from pytest_ragbench.items import CaseItem, InvalidCaseItem
+from pytest_ragbench.kinds import registry
 
 ROBUST_CASE_KINDS = ("vector", "hybrid", "ragas", "beir")
 OPT_OUT_FIELD = "robustness"  # a case field: `robustness: false` opts the case out
@@ -37,8 +39,6 @@ def robust_items(parent: pytest.Collector, case: Any, settings: RagbenchConfig,
     """The robustness items of one case (one per system), or a failing item for a bad opt-out."""
     if not enabled(settings) or case.kind not in ROBUST_CASE_KINDS:
         return []
-    from pytest_ragbench.items import CaseItem, InvalidCaseItem
-    from pytest_ragbench.kinds import registry
 
     try:
         if opted_out(case, shown):

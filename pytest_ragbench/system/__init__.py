@@ -3,7 +3,9 @@
 Importing this package is cheap; each default lives in its own module and pulls in its
 heavy libraries (numpy, sentence-transformers, faiss, bm25s, httpx, llama-cpp) only
 when it is imported, which the fixtures in :mod:`pytest_ragbench.system.fixtures` do
-on first use.
+on first use. :mod:`.components` (fixtures name the embedder, generator and judge for
+the report) and :mod:`.progress` (progress bars of indexing and prefetching) run in every
+process of a session, xdist workers included.
 """
 
 from pytest_ragbench.system.protocols import (

@@ -209,6 +209,7 @@ def retrieval_query(question: str, history: Sequence[Any] | None = None) -> str:
 
 def dense_part(retriever: Any) -> Any:
     """The retriever's dense (cosine-scored) part: itself, its ``dense`` member, or None."""
+    # lazy: loads numpy
     from pytest_ragbench.system.retrievers import DenseRetriever
 
     for candidate in (retriever, getattr(retriever, "dense", None)):

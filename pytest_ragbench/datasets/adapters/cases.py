@@ -13,10 +13,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_ragbench.cases import load_file
 from pytest_ragbench.datasets.adapters.base import AdaptResult, build_sample, jsonable
 from pytest_ragbench.datasets.adapters.text import text_question_type
 from pytest_ragbench.datasets.sample import NormalizedSample, make_id
 from pytest_ragbench.errors import CaseError
+from pytest_ragbench.formats.beir import is_beir_folder
 
 NAME = "cases"
 OPTIONS = {
@@ -29,8 +31,6 @@ SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
 
 def adapt_source(path: Path, options: Mapping[str, Any]) -> AdaptResult:
     """Every case of a case file, or of every case file under a folder."""
-    from pytest_ragbench.cases import load_file
-
     result = AdaptResult()
     for file in case_files(path):
         try:
@@ -54,8 +54,6 @@ def adapt_source(path: Path, options: Mapping[str, Any]) -> AdaptResult:
 
 def case_files(path: Path) -> list[Path]:
     """``path`` itself, or the case files under it (sorted, BEIR folders left out)."""
-    from pytest_ragbench.formats.beir import is_beir_folder
-
     if not path.is_dir():
         return [path]
     found = []

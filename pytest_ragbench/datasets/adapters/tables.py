@@ -46,7 +46,11 @@ from pytest_ragbench.datasets.adapters.numbers import (
     parse_number,
     with_scale,
 )
-from pytest_ragbench.datasets.markdown_table import normalise_grid, to_markdown
+from pytest_ragbench.datasets.markdown_table import (
+    normalise_grid,
+    parse_markdown_table,
+    to_markdown,
+)
 from pytest_ragbench.datasets.readers import read_records
 from pytest_ragbench.datasets.sample import NormalizedSample, make_id, short_hash
 from pytest_ragbench.errors import CaseError
@@ -286,8 +290,6 @@ def _grid(value: Any, where: str, file: str | Path | None, line: int | None
           ) -> list[list[str]]:
     """Rows of cells (text, numbers or null); a markdown table string is parsed."""
     if isinstance(value, str):
-        from pytest_ragbench.datasets.markdown_table import parse_markdown_table
-
         value = parse_markdown_table(value)
     if not isinstance(value, list) or not all(isinstance(row, list) for row in value):
         raise CaseError("expected a list of rows (lists of cells)", file=file, line=line,

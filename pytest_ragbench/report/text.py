@@ -1,0 +1,68 @@
+"""Numbers, intervals and tables as the terminal section and report.html print them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def table(rows: Sequence[Sequence[Any]]) -> list[str]:
+    """Rows as left-aligned columns separated by two spaces."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+            for row in cells]
+
+
+def num(value: Any) -> str:
+    """A value for a table: 3 decimals below 100, 1 above, ``-`` when missing."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3f}"
+
+
+def signed(value: float | None) -> str:
+    """A difference with its sign."""
+    if value is None:
+        return "-"
+    return f"{value:+.1f}" if abs(value) >= 100 else f"{value:+.3f}"
+
+
+def interval(low: Any, high: Any) -> str:
+    """``[low, high]`` or ``-``."""
+    return "-" if low is None or high is None else f"[{num(low)}, {num(high)}]"
+
+
+def percent(value: Any) -> str:
+    """A share as a percentage."""
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def seconds(value: Any) -> str:
+    """Seconds as ``12 ms`` or ``1.50 s``."""
+    if value is None:
+        return "-"
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def p_text(c: dict[str, Any], key: str = "p_value") -> str:
+    """A p-value; ``<x`` when it is a bound (below the resampling's resolution), never 0."""
+    value = c.get(key)
+    if value is None:
+        return "undefined"
+    floor = c.get("p_resolution")
+    bounded = c.get("p_method") == "hoeffding bound" or (
+        c.get("p_method") == "monte-carlo" and floor is not None and c["p_value"] <= floor)
+    if bounded and value < 1:
+        return f"<{max(value, 1e-300):.2g}"
+    return f"{value:.3g}"
+
+
+def effect(value: Any) -> str:
+    if value is None:
+        return "-"
+    return value if isinstance(value, str) else f"{value:+.2f}"
