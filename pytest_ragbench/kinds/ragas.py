@@ -76,7 +76,7 @@ from pytest_ragbench.system.fixtures import describe
 from pytest_ragbench.system.prefetch import Prefetcher
 from pytest_ragbench.system.prompts import ANSWER_MAX_TOKENS, rag_messages, shorten
 from pytest_ragbench.system.protocols import Answer, Context
-from pytest_ragbench.system.schedule import upcoming
+from pytest_ragbench.system.schedule import on_worker, upcoming
 
 GENERATOR_MAX_TOKENS = ANSWER_MAX_TOKENS  # as the embedded system's answers
 EVIDENCE_CONTEXT_CHARS = 240
@@ -328,8 +328,6 @@ def _stage(context: RunContext, models: Models) -> Any:
     None for one of several named systems: each item then does its own. On an xdist
     worker it holds the worker's own items, topped up before each (system/schedule.py).
     """
-    from pytest_ragbench.system.schedule import on_worker
-
     request = context.request
     if request is None or context.system_name is not None:
         return None

@@ -45,7 +45,7 @@ from pytest_ragbench.metrics.repeated import JudgeSettings, combine, evidence_li
 from pytest_ragbench.system.prefetch import Prefetcher
 from pytest_ragbench.system.prompts import SYSTEM_INSTRUCTION
 from pytest_ragbench.system.protocols import Context
-from pytest_ragbench.system.schedule import on_worker
+from pytest_ragbench.system.schedule import on_worker, upcoming
 
 MAX_TOKENS = 512  # RAGCSV_MAX_TOKENS's default
 JUDGE_MAX_TOKENS = 16
@@ -222,8 +222,6 @@ def _key(nodeid: str, case: RagcsvCase, answerer: Answerer) -> str:
 
 def _selected_rows(context: RunContext) -> list[tuple[str, RagcsvCase]]:
     """Every RAGCSV item of this system still in the session (a worker: those queued for it)."""
-    from pytest_ragbench.system.schedule import upcoming
-
     request = context.request
     if request is None:
         return []

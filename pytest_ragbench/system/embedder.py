@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from pytest_ragbench.system.cache import CacheStats, EmbeddingCache
+from pytest_ragbench.threads import limit_torch
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 EMBED_EXTRA_HINT = ("install the extra 'embed' (pip install 'pytest-ragbench[embed]') "
@@ -67,8 +68,6 @@ class SentenceTransformerEmbedder:
                 from sentence_transformers import SentenceTransformer
             except ImportError as exc:
                 raise ImportError(f"sentence-transformers is missing: {EMBED_EXTRA_HINT}") from exc
-            from pytest_ragbench.threads import limit_torch
-
             limit_torch()  # an xdist worker's share of the CPUs (pytest_ragbench/threads.py)
             path = self.model_path or str(minilm_path())
             self._model = SentenceTransformer(path, device=self.device)

