@@ -202,12 +202,13 @@ def test_ragcsv_fragment_shapes() -> None:
         assert info.value.line == 9 and info.value.field == "column 1 (fragments)"
 
 
-def test_ragcsv_unreadable_file(tmp_path: Path) -> None:
+def test_ragcsv_bytes_not_utf8_and_a_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "bad.csv"
     path.write_bytes(b'"a","[]","","","q"\n\xff\xfe\n')
-    with pytest.raises(CaseError) as info:
-        read_ragcsv(path)
-    assert info.value.line == 2 and "not UTF-8" in str(info.value)
+    read = read_ragcsv(path)  # a byte that is not UTF-8 fails only its row
+    assert [row.line for row in read.rows] == [1]
+    [error] = read.errors
+    assert error.line == 2 and "not UTF-8 text (invalid byte 0xff)" in str(error)
     with pytest.raises(CaseError, match="cannot read file"):
         read_ragcsv(tmp_path / "missing.csv")
 
