@@ -21,6 +21,17 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 ORACLES = REPO_ROOT.parent / "shared" / "oracles"
 
 
+@pytest.fixture(autouse=True)
+def _subprocesses_are_not_xdist_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under an outer ``-n 2``, a pytester subprocess must not inherit the worker's name.
+
+    xdist marks its workers with these variables; a subprocess that inherited them would
+    take itself for a worker (thread shares, per-worker file names) in a serial run.
+    """
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def oracle_file(*parts: str) -> Path:
     """Return a path under ../shared/oracles, skipping (or failing in CI) when absent.
 

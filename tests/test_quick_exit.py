@@ -28,12 +28,6 @@ atexit.register(lambda: OUT.write_text(str(gc.get_freeze_count())))
 '''
 
 
-@pytest.fixture(autouse=True)
-def _not_on_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Under an outer ``-n 2`` the subprocess would inherit the outer worker's name."""
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-
-
 def _project(pytester: pytest.Pytester, with_cases: bool) -> None:
     make_scores_db(pytester.path / "scores.db")
     pytester.makeini("[pytest]\nragbench_db_url = sqlite:///scores.db\n")
