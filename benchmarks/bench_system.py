@@ -19,8 +19,6 @@ import argparse
 import contextlib
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +32,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pytest_ragbench.system.loopback import server_process
 from pytest_ragbench.system.protocols import AnswerRequest, Document
 
 ORACLES = Path(__file__).resolve().parent.parent.parent / "shared" / "oracles" / "beir-subsets"
@@ -79,26 +78,8 @@ class _Server:
 @contextlib.contextmanager
 def loopback_process(latency: float) -> Iterator[_Server]:
     """The loopback server in its own process, like a real model server (no shared GIL)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "pytest_ragbench.system.loopback",
-                             "--port", str(port), "--latency", str(latency), "--reply", VERDICT],
-                            stdout=subprocess.DEVNULL, cwd=Path(__file__).resolve().parent.parent)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("the loopback server did not start") from None
-                time.sleep(0.1)
-        yield _Server(f"http://127.0.0.1:{port}/v1")
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with server_process(latency, reply=VERDICT) as url:
+        yield _Server(url)
 
 
 # --- (a) concurrency --------------------------------------------------------------------

@@ -30,7 +30,6 @@ import json
 import os
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,34 +39,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pytest_ragbench.system.loopback import server_process  # noqa: E402
+
 LATENCY_S = 0.1
 TARGETS = {"local": 1.1, "remote": 1.0}  # -n 2 wall / serial wall, at most (remote: below)
-
-
-@contextlib.contextmanager
-def loopback_server(latency: float) -> Iterator[str]:
-    """The loopback server in its own process; yields its base URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "pytest_ragbench.system.loopback",
-                             "--port", str(port), "--latency", str(latency)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("the loopback server did not start") from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 @contextlib.contextmanager
@@ -159,7 +136,7 @@ def main() -> None:
             with contextlib.ExitStack() as stack:
                 extra = list(limit)
                 if generator == "remote":
-                    url = stack.enter_context(loopback_server(LATENCY_S))
+                    url = stack.enter_context(server_process(LATENCY_S))
                     extra += [f"--ragbench-llm-url={url}", "--ragbench-llm-model=loopback"]
                 for load in args.loads.split(","):
                     best: dict[str, dict[str, Any]] = {}

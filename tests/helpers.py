@@ -7,6 +7,22 @@ from pathlib import Path
 
 XDIST_MODES = ((), ("-n", "2"), ("-p", "no:xdist"))
 
+# Two sql cases on make_scores_db's data: the Lakers' ground truth is right, the Heat's wrong.
+SQL_CASES_ONE_WRONG = """
+kind: sql
+cases:
+  - id: lakers
+    question: How many points did the Lakers score
+    category: lookup
+    expected_sql: SELECT points FROM scores WHERE team = 'Lakers'
+    ground_truth_data: {points: 9500}
+  - id: heat
+    question: How many points did the Heat score
+    category: lookup
+    expected_sql: SELECT points FROM scores WHERE team = 'Heat'
+    ground_truth_data: {points: 1}
+"""
+
 
 def four_documents() -> list:
     """Four short documents on unrelated topics (Lakers, Eiffel Tower, Python, coffee)."""

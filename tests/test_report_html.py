@@ -21,23 +21,10 @@ import pytest
 from matplotlib import image as mpimage
 
 from tests.browser import browser, require_chromium
+from tests.helpers import SQL_CASES_ONE_WRONG
 from tests.project import RagbenchProject
 from tests.toy_project import make_toy_project
 
-SQL_CASES = """
-kind: sql
-cases:
-  - id: lakers
-    question: How many points did the Lakers score
-    category: lookup
-    expected_sql: SELECT points FROM scores WHERE team = 'Lakers'
-    ground_truth_data: {points: 9500}
-  - id: heat
-    question: How many points did the Heat score
-    category: lookup
-    expected_sql: SELECT points FROM scores WHERE team = 'Heat'
-    ground_truth_data: {points: 1}
-"""
 GATES = '[tool.ragbench.gates]\n"toy.token_f1" = 0.99\n"toy.exact_match" = 0.1\n'
 FAILING = "test_cases/scores.yaml::sql_ground_truth[heat]"
 
@@ -55,7 +42,7 @@ def html_project(tmp_path_factory: pytest.TempPathFactory) -> RagbenchProject:
                                ini="[pytest]\nragbench_db_url = sqlite:///scores.db\n",
                                pyproject=GATES)
     project.scores_db()
-    project.cases("scores.yaml", SQL_CASES)
+    project.cases("scores.yaml", SQL_CASES_ONE_WRONG)
     runner.run("--ragbench", "--ragbench-systems=exact,terse", "--ragbench-save=a")
     (project.path / "degrade.txt").write_text("x")
     runner.run("--ragbench", "--ragbench-systems=exact,terse", "--ragbench-compare=a",

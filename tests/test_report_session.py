@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import XDIST_MODES, ragbench_section
+from tests.helpers import SQL_CASES_ONE_WRONG, XDIST_MODES, ragbench_section
 from tests.project import RagbenchProject
 from tests.toy_project import (
     make_toy_project,
@@ -17,20 +17,6 @@ from tests.toy_project import (
 )
 
 MODE_IDS = ["plain", "n2", "no-xdist"]
-SQL_CASES = """
-kind: sql
-cases:
-  - id: lakers
-    question: How many points did the Lakers score
-    category: lookup
-    expected_sql: SELECT points FROM scores WHERE team = 'Lakers'
-    ground_truth_data: {points: 9500}
-  - id: heat
-    question: How many points did the Heat score
-    category: lookup
-    expected_sql: SELECT points FROM scores WHERE team = 'Heat'
-    ground_truth_data: {points: 1}
-"""
 
 
 @pytest.fixture
@@ -39,7 +25,7 @@ def project(pytester: pytest.Pytester) -> RagbenchProject:
     project = make_toy_project(pytester, 24, ini="[pytest]\nragbench_db_url = sqlite:///scores.db\n",
                                pyproject='[tool.ragbench.thresholds]\n"toy.token_f1" = 0.6\n')
     project.scores_db()
-    project.cases("scores.yaml", SQL_CASES)
+    project.cases("scores.yaml", SQL_CASES_ONE_WRONG)
     return project
 
 

@@ -25,9 +25,11 @@ import contextlib
 import json
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from typing import Any
 
@@ -243,6 +245,34 @@ def _completion(body: dict[str, Any], content: str) -> dict[str, Any]:
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                   "total_tokens": prompt + completion},
     }
+
+
+@contextlib.contextmanager
+def server_process(latency: float = 0.0, reply: str | None = None) -> Iterator[str]:
+    """Run the loopback server in a process of its own, like a real model server; yield its URL.
+
+    A separate process shares no GIL with the client under measurement (benchmarks).
+    """
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", __name__, "--port", str(port), "--latency", str(latency)]
+    proc = subprocess.Popen(command + (["--reply", reply] if reply else []),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("the loopback server did not start") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 def main(argv: list[str] | None = None) -> None:
