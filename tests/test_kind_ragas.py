@@ -228,9 +228,18 @@ def test_a_judge_whose_every_reply_is_unusable_fails_the_session(
                             "ContextPrecisionOutput", "ContextRecallOutput"), "text")
     with LoopbackServer(ScriptedJudge(broken=broken)) as server:
         result = project.runpytest_subprocess("--ragbench", "-q", "-p", "no:cacheprovider",
-                                              "--ragbench-judge-url", server.url)
+                                              "--ragbench-judge-url", server.url,
+                                              "--junitxml=junit.xml")
     result.assert_outcomes(passed=2)  # the judge-free metrics still score every item
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["2 passed, 4 judged metrics unscored in *"])
+    # CI sees what failed the session: one failed testcase per judged metric over the limit
+    suite = project.junit()
+    failed = sorted(case.get("name") for case in suite.iter("testcase")
+                    if case.find("failure") is not None)
+    assert failed == [f"judged[ragas.{m}]" for m in ("answer_relevancy", "context_precision",
+                                                      "context_recall", "faithfulness")]
+    assert suite.get("failures") == "4"
     for metric in ("answer_relevancy", "context_precision", "context_recall", "faithfulness"):
         result.stdout.fnmatch_lines([
             f"FAILED judged metric ragas.{metric}: 2/2 items unscored (100.0%), more than "

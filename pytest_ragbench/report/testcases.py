@@ -1,7 +1,8 @@
-"""Gates and regressions as test reports, so JUnit XML and pytest's summary line count them.
+"""Session checks as test reports, so JUnit XML and pytest's summary line count them.
 
 At the end of the session the controller sends one ``call`` and one ``teardown``
-:class:`CheckReport` per gate and per regression found against a baseline through
+:class:`CheckReport` per gate, per judged metric (its unscored share against
+``--ragbench-max-unscored``) and per regression found against a baseline through
 ``pytest_runtest_logreport``, before ``--junitxml`` writes its file: each becomes a
 ``<testcase>`` (``ragbench.gate[vector.semantic_similarity]``), failed when it fails the
 session, with the terminal's one-line message, so the XML's ``failures`` agrees with the
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-CHECK_ATTRIBUTE = "ragbench_check"  # "gate" or "regression" on a CheckReport
+CHECK_ATTRIBUTE = "ragbench_check"  # "gate", "threshold", "judged" or "regression"
 
 
 class CheckReport(pytest.TestReport):
@@ -48,6 +49,29 @@ def gate_reports(document: dict[str, Any], location: str) -> Iterator[tuple[Chec
                       ("ragbench.bound", verdict.get("bound")), ("ragbench.n", verdict.get("n"))]
         yield _report(f"ragbench::{kind}[{_testcase_name(verdict['gate'])}]", location,
                       outcome, line, properties, kind), outcome
+
+
+def judged_reports(document: dict[str, Any], location: str
+                   ) -> Iterator[tuple[CheckReport, str]]:
+    """``(report, category)`` of every judged metric: failed when too many went unscored."""
+    # lazy: kept out of a plain pytest run
+    from pytest_ragbench.report.judging import failure_line
+
+    judge = document.get("judge") or {}
+    limit = float(judge.get("max_unscored", 0.2))
+    for kind, metrics in sorted((judge.get("metrics") or {}).items()):
+        for metric, entry in sorted(metrics.items()):
+            if entry.get("over_limit"):
+                outcome, line = "failed", failure_line(kind, metric, entry, limit)
+            else:
+                outcome = "passed"
+                line = (f"judged metric {kind}.{metric}: {entry.get('n_unscored')}/"
+                        f"{entry.get('n_items')} items unscored, at most "
+                        f"--ragbench-max-unscored {limit:g}")
+            properties = [("ragbench.check", "judged"), ("ragbench.message", line),
+                          ("ragbench.unscored_share", entry.get("unscored_share"))]
+            yield _report(f"ragbench::judged[{kind}.{metric}]", location, outcome, line,
+                          properties, "judged"), outcome
 
 
 def regression_reports(document: dict[str, Any], location: str, gated: bool
@@ -91,7 +115,7 @@ def teardown(report: CheckReport) -> CheckReport:
 
 
 def category(check: str, outcome: str, counts: dict[tuple[str, str], int]) -> str:
-    """The words of the summary line: ``gates missed``, ``regression``, ``regressions found``.
+    """The summary line's words: ``gates missed``, ``judged metric unscored``, ``regression``.
 
     A passed or unchecked gate gets none (it is not counted); a regression that does not
     fail the session (no ``--ragbench-fail-on regression``) is still named, as found.
@@ -102,6 +126,8 @@ def category(check: str, outcome: str, counts: dict[tuple[str, str], int]) -> st
         return noun if outcome == "failed" else f"{noun} found"
     if outcome != "failed":
         return ""
+    if check == "judged":
+        return "judged metrics unscored" if many else "judged metric unscored"
     noun = {"gate": "gates" if many else "gate",
             "threshold": "thresholds" if many else "threshold"}.get(check, check)
     return f"{noun} missed"
@@ -109,7 +135,7 @@ def category(check: str, outcome: str, counts: dict[tuple[str, str], int]) -> st
 
 def emit(config: pytest.Config, document: dict[str, Any], location: str, gated: bool) -> int:
     """Send every check's reports through ``pytest_runtest_logreport``; returns how many failed."""
-    checks = [*gate_reports(document, location),
+    checks = [*gate_reports(document, location), *judged_reports(document, location),
               *regression_reports(document, location, gated)]
     counts: dict[tuple[str, str], int] = {}
     for report, outcome in checks:
