@@ -22,13 +22,17 @@ ORACLES = REPO_ROOT.parent / "shared" / "oracles"
 
 
 @pytest.fixture(autouse=True)
-def _subprocesses_are_not_xdist_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Under an outer ``-n 2``, a pytester subprocess must not inherit the worker's name.
+def _runs_do_not_inherit_the_outer_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pytester run must not inherit the outer xdist worker or CI variables.
 
     xdist marks its workers with these variables; a subprocess that inherited them would
     take itself for a worker (thread shares, per-worker file names) in a serial run.
     """
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    # pytest prints untruncated summaries when CI is set: a run's output must not depend
+    # on where the outer suite runs.
+    for name in ("CI", "BUILD_NUMBER"):
         monkeypatch.delenv(name, raising=False)
 
 
