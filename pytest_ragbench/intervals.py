@@ -23,9 +23,9 @@ mean sits exactly at the bound:
 - 0/1 values: Clopper-Pearson, the exact binomial bound (Wilson's lower bound passes
   up to 17% of such sessions, at p = 0.04 and n = 5);
 - other values of a bounded metric: the more pessimistic of the interval's bound and the
-  Korn-Graubard bound (Clopper-Pearson on the rescaled mean at the effective sample size
-  p(1-p)/Var(mean), degrees of freedom adjusted), which widens towards the middle of
-  the range the way skewed scores piled up near a bound need;
+  betting bound (:func:`betting_lower`), valid for every distribution of scores in the
+  range at every n; t and BCa alone let a gate pass 4-10% of sessions on scores piled near
+  one end of the range (Beta(8, 1), n = 5-30);
 - otherwise the interval's own bound.
 
 Clusters: values that share a cluster key (the cases of one conversation or source; the
@@ -236,33 +236,91 @@ def _constant(cell: _Cell, confidence: float) -> CellInterval:
     p = min(1.0, max(0.0, (cell.mean - cell.low) / (cell.high - cell.low)))
     low, high = _rescale(cell, wilson(p, cell.groups, confidence))
     gate_low, gate_high = _rescale(cell, clopper_pearson(p, cell.groups, confidence))
+    # never less pessimistic than the interval (a mean of 1e-308 rounds Wilson's bound to 0)
+    gate_low, gate_high = min(gate_low, low), max(gate_high, high)
     return CellInterval(low, high, "wilson", gate_low, gate_high, "clopper-pearson",
                         NO_SPREAD, clusters)
 
 
-def korn_graubard(cell: _Cell, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-    """Clopper-Pearson on the rescaled mean at the effective n (None without a range)."""
-    if not cell.bounded or cell.variance <= 0:
+BETTING_ORDERS = 16
+"""Fixed orders of the values whose betting capitals are averaged (order-free bound)."""
+BETTING_TRUNCATION = 0.75
+"""The largest share of the capital a bet may risk: Waudby-Smith & Ramdas' c = 3/4."""
+
+
+def betting_lower(values: np.ndarray, alpha: float, seed: int = 0) -> float:
+    """A lower (1 - alpha) bound of the mean of independent values in [0, 1], any distribution.
+
+    Waudby-Smith & Ramdas, "Estimating means of bounded random variables by betting",
+    JRSS-B 2024: hedged capital with predictable plug-in bets.
+
+    Against "the mean is at most m", a bettor stakes ``lam_i * (x_i - m)`` on each value,
+    ``lam_i`` chosen from the values before it; under that hypothesis the capital has
+    expectation at most 1, so a capital of 1/alpha rejects m with error at most alpha
+    (Markov). The capital is averaged over fixed orders of the values (an average of such
+    capitals keeps expectation 1) so the bound does not depend on the items' order; it
+    falls as m grows, and bisection finds the largest m rejected.
+    """
+    import numpy as np
+
+    n = values.size
+    rng = np.random.default_rng(seed)
+    x = values[np.stack([rng.permutation(n) for _ in range(BETTING_ORDERS)])]
+    steps = np.arange(1, n + 1)
+    # predictable estimates of the mean and variance from the values before each one
+    mean_after = (0.5 + np.cumsum(x, axis=1)) / (steps + 1)
+    mean_before = np.hstack([np.full((x.shape[0], 1), 0.5), mean_after[:, :-1]])
+    variance_after = (0.25 + np.cumsum((x - mean_before) ** 2, axis=1)) / (steps + 1)
+    variance_before = np.hstack([np.full((x.shape[0], 1), 0.25), variance_after[:, :-1]])
+    bets = np.sqrt(2 * math.log(1 / alpha) / (n * variance_before))
+    threshold = math.log(1 / alpha) + math.log(x.shape[0])  # log(orders / alpha)
+    low, high = 0.0, float(values.mean())
+    for _ in range(30):
+        m = (low + high) / 2
+        if m <= 0.0:
+            break
+        stake = np.minimum(bets, BETTING_TRUNCATION / m)
+        log_capital = np.log1p(stake * (x - m)).sum(axis=1)
+        peak = float(log_capital.max())
+        rejected = peak + math.log(float(np.exp(log_capital - peak).sum())) >= threshold
+        low, high = (m, high) if rejected else (low, m)
+    return low
+
+
+def betting_bounds(cell: _Cell, confidence: float = CONFIDENCE, seed: int = 0
+                   ) -> tuple[float, float] | None:
+    """One-sided bounds at (1 + confidence) / 2 valid for any scores in the metric's range.
+
+    With clusters the values are the clusters' means (independent of one another).
+    None without a known range.
+    """
+    if not cell.bounded:
         return None
     assert cell.low is not None and cell.high is not None
     width = cell.high - cell.low
-    p = (cell.mean - cell.low) / width
-    if not 0.0 < p < 1.0:
-        return None
-    effective = p * (1 - p) / (cell.variance / width**2)
-    effective *= _df_factor(cell.groups, confidence)
-    return _rescale(cell, clopper_pearson(p, max(1.0, effective), confidence))
+    values = cell.sums / cell.sizes if cell.clustered else cell.values
+    unit = (values - cell.low) / width
+    unit = unit.clip(0.0, 1.0)
+    alpha = (1 - confidence) / 2
+    low = betting_lower(unit, alpha, seed)
+    high = 1.0 - betting_lower(1.0 - unit, alpha, seed)
+    return cell.low + low * width, cell.low + high * width
 
 
 def _with_gate(cell: _Cell, low: float, high: float, method: str, confidence: float
                ) -> CellInterval:
-    """The interval, and the gate's bounds: the more pessimistic of it and Korn-Graubard."""
+    """The interval, and the gate's bounds: the more pessimistic of it and the betting bound.
+
+    t and BCa are approximations: on scores piled near one end of the range (Beta(8, 1))
+    their lower bound lies above the true mean in 4-10% of sessions at n = 5-30, where a
+    gate may pass at most 2.5%; the betting bound holds for every distribution.
+    """
     low, high = _clip(cell, low, high)
     gate_low, gate_high, gate_method = low, high, method
-    bound = korn_graubard(cell, confidence)
+    bound = betting_bounds(cell, confidence)
     if bound is not None:
         gate_low, gate_high = min(low, bound[0]), max(high, bound[1])
-        gate_method = f"{method}+korn-graubard"
+        gate_method = f"{method}+betting"
     return CellInterval(low, high, method, gate_low, gate_high, gate_method,
                         n_clusters=cell.groups if cell.clustered else None)
 

@@ -98,8 +98,34 @@ def test_small_n_uses_t_clipped_to_the_range() -> None:
     ref = sps.t.interval(0.95, 4, loc=np.mean(values), scale=sps.sem(values))
     assert found.method == "t"
     assert found.low == pytest.approx(ref[0]) and found.high == 1.0 < ref[1]
-    # The gate's bound is the more pessimistic of t and Korn-Graubard.
-    assert found.gate_low <= found.low and found.gate_method == "t+korn-graubard"
+    # The gate's bound is the more pessimistic of t and the betting bound.
+    assert found.gate_low <= found.low and found.gate_method == "t+betting"
+
+
+@pytest.mark.parametrize("n", [5, 10, 30])
+def test_the_gate_on_scores_piled_near_one_is_calibrated(n: int) -> None:
+    """Beta(8, 1) scores (mean 8/9): the gate passes at most 2.5% of sessions at the bound.
+
+    The displayed interval's lower bound (t below 30, BCa from 30) alone would pass 5-10%
+    of them: on scores piled near 1, sessions that miss the long tail have a high mean and
+    a small spread at once.
+    """
+    sessions, mean = 2000, 8 / 9
+    rng = np.random.default_rng(20261124 + n)
+    found = cell_intervals([CellData(row, None, 0.0, 1.0) for row in rng.beta(8, 1, (sessions, n))],
+                           n_resamples=2000, seed=n)
+    error = 2 * math.sqrt(0.025 * 0.975 / sessions)
+    assert np.mean([c.gate_low >= mean for c in found]) <= 0.025 + error
+    assert np.mean([c.low >= mean for c in found]) > 0.025 + error  # why the gate needs it
+
+
+def test_the_betting_bound_ignores_order_and_tightens_with_n() -> None:
+    rng = np.random.default_rng(3)
+    values = rng.beta(5, 2, 200)
+    bound = intervals.betting_lower(values, 0.025)
+    assert intervals.betting_lower(values[::-1].copy(), 0.025) == pytest.approx(bound, abs=0.01)
+    assert 0.0 < intervals.betting_lower(values[:20], 0.025) < bound < values.mean()
+    assert intervals.betting_lower(np.zeros(10), 0.025) == 0.0
 
 
 def test_from_30_values_the_bootstrap_is_the_batched_bca() -> None:

@@ -260,7 +260,7 @@ def test_gates_on_mean_and_on_the_pessimistic_ci_bound() -> None:
     on_bound = build(records, gates=table, gate="ci-lower")
     verdicts = {v["gate"]: v for v in on_bound["gates"]}
     assert verdicts["vector.token_f1"]["passed"] is False
-    # The gate bound: the more pessimistic of the cell's interval and Korn-Graubard's.
+    # The gate bound: the more pessimistic of the cell's interval and the betting bound.
     assert verdicts["vector.token_f1"]["value"] == f1["ci_gate_low"] <= f1["ci_low"]
     assert verdicts["vector.latency_s"]["passed"] is False  # upper bound for a timing
     assert verdicts["vector.latency_s"]["value"] == latency["ci_gate_high"] == latency["ci_high"]

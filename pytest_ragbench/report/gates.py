@@ -7,8 +7,9 @@
   is better). With ``ci-lower`` every metric's item threshold is also checked that way.
   With several systems a gate applies to each system (``[system=name]`` picks one).
   The bound checked is the cell's gate bound (``ci_gate_low``/``ci_gate_high``, see
-  :mod:`pytest_ragbench.intervals`): exact for 0/1 metrics, so a metric whose true mean
-  sits at the bound passes at most 2.5% of sessions. With fewer scored items than
+  :mod:`pytest_ragbench.intervals`): Clopper-Pearson for 0/1 metrics, the betting bound
+  for bounded scores, both valid for every distribution, so a metric whose true mean sits
+  at the bound passes at most 2.5% of sessions. With fewer scored items than
   ``ragbench_gate_min_n`` a gate is "not checked: n too small", which fails the session
   under ``ci-lower``; a gate over a metric with most of its items unscored says so.
 - ``--ragbench-fail-on regression``: a metric significantly worse than the baseline
