@@ -4,6 +4,8 @@ against the libraries ragas calls."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_ragbench.metrics import Unscored
 from pytest_ragbench.metrics import context as ctx
@@ -37,6 +39,26 @@ def test_id_based_context_metrics() -> None:
     assert ctx.id_context_precision([1, 2], ["1"]) == 0.5  # ids compare as text
     assert ctx.id_context_recall(["d1"], ["d1", "d3"]) == 0.5
     assert ctx.id_context_recall([], ["d1"]) == 0.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 6), st.sampled_from(["d1", "d2", "3"])), max_size=8),
+       st.lists(st.one_of(st.integers(0, 6), st.sampled_from(["d1", "d2", "3"])), min_size=1,
+                max_size=8))
+def test_id_based_metrics_equal_ragas(retrieved: list[object], reference: list[object]) -> None:
+    """The ID-based metrics are computed without ragas: they must equal ragas's own."""
+    from ragas.dataset_schema import SingleTurnSample
+    from ragas.metrics._context_precision import IDBasedContextPrecision
+    from ragas.metrics._context_recall import IDBasedContextRecall
+
+    sample = SingleTurnSample(retrieved_context_ids=[str(i) for i in retrieved],
+                              reference_context_ids=[str(i) for i in reference])
+    recall = IDBasedContextRecall().single_turn_score(sample)
+    assert ctx.id_context_recall(retrieved, reference) == pytest.approx(recall, abs=1e-9)
+    if retrieved:
+        precision = IDBasedContextPrecision().single_turn_score(sample)
+        assert ctx.id_context_precision(retrieved, reference) == pytest.approx(precision,
+                                                                               abs=1e-9)
 
 
 def test_empty_inputs_are_unscored_with_reasons() -> None:

@@ -1,5 +1,7 @@
 """Context and text-overlap metrics without a judge, computed by ragas 0.4.3.
 
+(The ID-based precision and recall are ragas's formulas computed without importing it.)
+
 Thin wrappers: ragas does the scoring; this module maps empty inputs and NaN to
 :class:`Unscored` and imports ragas (slow: seconds) only when a metric is first used.
 The string-similarity metrics need ``rapidfuzz``; ROUGE needs ``rouge-score``;
@@ -41,14 +43,6 @@ def _metric(name: str) -> Any:
         from ragas.metrics._context_recall import NonLLMContextRecall
 
         return NonLLMContextRecall()
-    if name == "id_context_precision":
-        from ragas.metrics._context_precision import IDBasedContextPrecision
-
-        return IDBasedContextPrecision()
-    if name == "id_context_recall":
-        from ragas.metrics._context_recall import IDBasedContextRecall
-
-        return IDBasedContextRecall()
     raise KeyError(name)
 
 
@@ -78,22 +72,29 @@ def non_llm_context_recall(retrieved: Sequence[str], reference: Sequence[str]) -
                         reference_contexts=list(reference))
 
 
+# The two ID-based metrics are ragas's IDBasedContextPrecision / IDBasedContextRecall
+# formulas (ids compared as text, duplicates counted once), computed here: importing ragas
+# costs about 2.5 s of CPU per process (datasets, pandas, openai), which every xdist worker
+# running vector, hybrid or sql items paid for two set operations. tests/test_metrics_context.py
+# checks them against ragas itself on generated id lists.
+
+
 def id_context_precision(retrieved: Sequence[Hashable], reference: Sequence[Hashable]) -> Score:
     """Share of distinct retrieved ids that are reference ids (ragas IDBasedContextPrecision)."""
     if not reference:
         return Unscored("no reference context ids")
     if not retrieved:
         return Unscored("no contexts retrieved")
-    return _single_turn("id_context_precision", retrieved_context_ids=[str(i) for i in retrieved],
-                        reference_context_ids=[str(i) for i in reference])
+    found, wanted = {str(i) for i in retrieved}, {str(i) for i in reference}
+    return round(len(found & wanted) / len(found), _DIGITS)
 
 
 def id_context_recall(retrieved: Sequence[Hashable], reference: Sequence[Hashable]) -> Score:
     """Share of distinct reference ids that were retrieved (ragas IDBasedContextRecall)."""
     if not reference:
         return Unscored("no reference context ids")
-    return _single_turn("id_context_recall", retrieved_context_ids=[str(i) for i in retrieved],
-                        reference_context_ids=[str(i) for i in reference])
+    found, wanted = {str(i) for i in retrieved}, {str(i) for i in reference}
+    return round(len(found & wanted) / len(wanted), _DIGITS)
 
 
 def _texts_ok(response: str, reference: str) -> Unscored | None:
