@@ -112,7 +112,7 @@ def test_gate_min_n_and_the_unscored_note() -> None:
     records += [record(f"u{i}", {}, unscored={"token_f1": "no judge"}) for i in range(5)]
     lenient = build(records, gates={"vector.token_f1": 0.1}, gate="ci-lower", gate_min_n=3)
     (verdict,) = lenient["gates"]
-    assert verdict["passed"] is True and verdict["method"] == "t+korn-graubard"
+    assert verdict["passed"] is True and verdict["method"] == "t+betting"
     line = terminal.gate_lines(lenient)[0]
     assert line.startswith("gate vector.token_f1 >= 0.1: passed (95% CI lower bound ")
     assert line.endswith(" t, n=4; 5 of 9 items unscored)")
