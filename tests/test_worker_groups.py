@@ -13,7 +13,6 @@ import pytest
 from pytest_ragbench import kinds
 from pytest_ragbench.kinds import ItemKind
 from pytest_ragbench.system import worker_groups
-from tests.project import RagbenchProject
 
 pytest_plugins = ["pytester"]
 
@@ -48,42 +47,6 @@ def test_grouped_items_are_one_unit_and_the_others_chunks() -> None:
     sizes = [list(many.values()).count(unit) for unit in dict.fromkeys(many.values())]
     assert sizes[:3] == [31, 27, 24] and sizes[-1] == 1 and sum(sizes) == 251
     assert sizes == sorted(sizes, reverse=True)
-
-
-def _project(pytester: pytest.Pytester) -> RagbenchProject:
-    project = RagbenchProject(pytester)
-    project.conftest('''
-import os
-
-from pytest_ragbench.kinds import EVALUATION, VERIFICATION, ItemKind
-from pytest_ragbench.records import Outcome
-
-
-def where(case, context):
-    return Outcome(metrics={"match": 1.0},
-                   evidence={"worker": os.environ.get("PYTEST_XDIST_WORKER", "serial")})
-
-
-def pytest_ragbench_item_kinds(config):
-    return [ItemKind("sql_ground_truth", "sql", where, "heavy", VERIFICATION,
-                     metrics=("match",), loads=("heavylib",)),
-            ItemKind("sql", "sql", where, "light", EVALUATION, metrics=("match",))]
-''')
-    project.cases("s.yaml", "".join(
-        f"- id: c{i}\n  question: q\n  expected_sql: SELECT 1 AS n\n"
-        f"  ground_truth_data: {{n: 1}}\n" for i in range(12)))
-    return project
-
-
-def test_a_kind_that_loads_a_library_runs_on_one_worker(pytester: pytest.Pytester) -> None:
-    project = _project(pytester)
-    result = project.runpytest_subprocess("--ragbench", "-n", "2", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=24)
-    workers: dict[str, set[str]] = {}
-    for record in project.items():
-        workers.setdefault(record["kind"], set()).add(record["evidence"]["worker"])
-    assert len(workers["sql_ground_truth"]) == 1
-    assert workers["sql"] <= {"gw0", "gw1"}
 
 
 @pytest.mark.parametrize("dist", ["loadfile", "loadscope", "worksteal", "each"])

@@ -1,5 +1,9 @@
 """Under ``-n N``, items whose kinds load the same slow library run on one xdist worker.
 
+NOT REGISTERED YET: with it, xdist's recovery from a crashed worker hung (the
+crashed-worker tests of tests/test_report_session.py and tests/test_systems.py); it is kept, unit-tested, until the
+scheduler's ``remove_node`` handles a worker restart.
+
 With xdist's default ``--dist load`` every worker gets items of every kind, so every
 worker imports ragas (about 2.5 s of CPU with openai) and the rest. On two cores that
 duplicated start-up is most of a warm bundled run, so ``-n 2`` was slower than serial,
