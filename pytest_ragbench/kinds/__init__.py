@@ -129,10 +129,7 @@ class ItemKind:
     scored or unscored: a registered metric's name, a name with ``@k`` for any cut-off
     (``source_hit@k``), or a :class:`~pytest_ragbench.metrics.registry.MetricSpec`, which
     registers a new metric. ``thresholds`` are the item thresholds of the kind, overridden
-    by ``[tool.ragbench.thresholds]`` and by the case. ``loads`` names the slow-to-import
-    libraries the items load in a process (e.g. ``"ragas"``): under ``-n N`` the items of
-    kinds that share one run on one worker, which then imports it once
-    (``system/worker_groups.py``).
+    by ``[tool.ragbench.thresholds]`` and by the case.
     """
 
     name: str
@@ -143,7 +140,6 @@ class ItemKind:
     fixtures: tuple[str, ...] = ("ragbench_config",)
     metrics: tuple[Any, ...] = ()
     thresholds: Mapping[str, float] = field(default_factory=dict)
-    loads: tuple[str, ...] = ()
 
     def load_runner(self) -> Callable[..., Any]:
         """Import and return the function that evaluates one case."""
@@ -204,9 +200,6 @@ class KindRegistry:
 
 _SQL_FIXTURES = ("ragbench_config", "ragbench_db", "ragbench_databases")
 _SYSTEM_FIXTURES = ("ragbench_config", "ragbench_system", "ragbench_embedder", "ragbench_judge")
-# Items that import ragas (about 2.5 s of CPU with datasets, pandas and openai; python -X
-# importtime on the bundled run): under -n N they share one worker (system/worker_groups.py).
-_RAGAS = ("ragas",)
 _SOURCES = ("source_hit@k", "source_recall@k", "source_mrr", "source_ndcg@k",
             "id_context_precision", "id_context_recall")
 _JUDGED = ("faithfulness", "answer_relevancy")
@@ -276,7 +269,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              "RAGAS metrics on a NormalizedSample", EVALUATION, _SYSTEM_FIXTURES,
              ("faithfulness", "answer_relevancy", "context_precision", "context_recall",
               "semantic_similarity", "token_f1", "rouge", "lexical_faithfulness",
-              "lexical_context_recall"), {}, _RAGAS),
+              "lexical_context_recall")),
     # A relevant document somewhere in the top 100 (reciprocal rank >= 1/100); the ranking
     # quality (nDCG@10, recall) is gated on its means. The retriever comes from
     # ragbench_beir_retriever_factory (or a named system) when the dataset first runs.
