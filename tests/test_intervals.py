@@ -47,21 +47,41 @@ def test_bernoulli_cells_cover_and_their_gate_is_calibrated(n: int, p: float) ->
 
 
 def test_wilson_lower_bound_would_not_be_a_calibrated_gate() -> None:
-    """Why the gate checks Clopper-Pearson: Wilson's bound passes 17% of sessions at p = 0.036."""
+    """Why the gate checks Clopper-Pearson: Wilson's bound passes 8% of sessions at p = 0.23."""
     table = _bernoulli_table(5)
-    p = table[1].low - 1e-9  # just below Wilson's lower bound for 1 success in 5
+    p = table[3].low - 1e-9  # just below Wilson's lower bound for 3 successes in 5
     successes = np.random.default_rng(3).binomial(5, p, SESSIONS)
     wilson_passes = np.mean([table[x].low >= p for x in successes])
     gate_passes = np.mean([table[x].gate_low >= p for x in successes])
-    assert wilson_passes > 0.15
+    assert wilson_passes > 0.06
     assert gate_passes <= 0.025 + 2 * math.sqrt(0.025 * 0.975 / SESSIONS)
+
+
+# p = 0.0058: just below Wilson's lower bound for 1 success in 30 (0.0059), its deepest dip
+@pytest.mark.parametrize(("n", "p"), [(5, 0.97), (5, 0.1), (5, 0.9), (30, 0.0058)])
+def test_few_successes_or_failures_get_the_poisson_bound(n: int, p: float) -> None:
+    """Brown, Cai & DasGupta's modified Wilson: exact coverage at least 0.95 where Wilson dips.
+
+    At n = 5 and p = 0.97 Wilson's interval for 4 of 5 ends at 0.964 and misses p, so it
+    covers 0.859 of sessions; the Poisson upper bound for one failure (0.990) holds it.
+    The coverage is computed exactly from the binomial distribution.
+    """
+    table = _bernoulli_table(n)
+    if n == 30:
+        assert p < intervals.wilson(1 / 30, 30)[0]
+    weights = sps.binom.pmf(np.arange(n + 1), n, p)
+    covered = np.array([c.low <= p <= c.high for c in table])
+    plain = np.array([w[0] <= p <= w[1] for w in (intervals.wilson(x / n, n)
+                                                  for x in range(n + 1))])
+    assert float(weights[covered].sum()) >= 0.95
+    assert float(weights[plain].sum()) < 0.93  # the dip the modification removes
 
 
 @pytest.mark.parametrize(("values", "low", "high", "method", "expected"), [
     ([1.0] * 38, 0.0, 1.0, "wilson", (0.9082, 1.0)),  # vector.answered: 38 of 38
     ([0.0] * 48, 0.0, 1.0, "wilson", (0.0, 0.0741)),  # sql.correct: 0 of 48
     ([1.0] * 40, 0.0, 1.0, "wilson", (0.9124, 1.0)),  # a [0, 1] score always 1
-    ([0.4] * 5, 0.0, 1.0, "wilson", (0.1176, 0.7693)),  # no spread: Bernoulli worst case
+    ([0.4] * 5, 0.0, 1.0, "wilson", (0.0711, 0.7693)),  # no spread: Bernoulli worst case
     ([100.0] * 26, 0.0, 100.0, "wilson", (87.1271, 100.0)),  # rescaled back to [0, 100]
 ])
 def test_no_cell_without_spread_gets_a_zero_width_interval(
@@ -93,13 +113,35 @@ def test_small_and_unbounded_cells() -> None:
 
 
 def test_small_n_uses_t_clipped_to_the_range() -> None:
-    values = [1.0, 1.0, 0.98, 0.9, 1.0]
-    found = cell_interval(values, low=0.0, high=1.0)
-    ref = sps.t.interval(0.95, 4, loc=np.mean(values), scale=sps.sem(values))
+    symmetric = [0.2, 0.4, 0.5, 0.6, 0.8]  # no skewness: plain Student's t
+    found = cell_interval(symmetric, low=0.0, high=1.0)
+    ref = sps.t.interval(0.95, 4, loc=np.mean(symmetric), scale=sps.sem(symmetric))
     assert found.method == "t"
-    assert found.low == pytest.approx(ref[0]) and found.high == 1.0 < ref[1]
+    assert (found.low, found.high) == (pytest.approx(ref[0]), pytest.approx(ref[1]))
+    piled = [1.0, 1.0, 0.98, 0.9, 1.0]  # skewed towards 0: the interval reaches lower
+    found = cell_interval(piled, low=0.0, high=1.0)
+    ref = sps.t.interval(0.95, 4, loc=np.mean(piled), scale=sps.sem(piled))
+    assert found.method == "t"
+    assert found.low < ref[0] and found.high == 1.0 < ref[1]
     # The gate's bound is the more pessimistic of t and the betting bound.
     assert found.gate_low <= found.low and found.gate_method == "t+betting"
+
+
+@pytest.mark.parametrize("n", [5, 10])
+def test_small_n_t_interval_covers_scores_piled_near_one(n: int) -> None:
+    """Beta(8, 1) scores: Hall's skewness correction brings coverage into [0.92, 0.99].
+
+    Plain t clipped to [0, 1] covers the same sessions about 0.90 (n = 5) and 0.92 (n = 10).
+    """
+    sessions, mean = 4000, 8 / 9
+    rows = np.random.default_rng(20261125 + n).beta(8, 1, (sessions, n))
+    found = cell_intervals([CellData(row, None, 0.0, 1.0) for row in rows])
+    coverage = np.mean([c.low <= mean <= c.high for c in found])
+    plain = sps.t.interval(0.95, n - 1, loc=rows.mean(axis=1), scale=sps.sem(rows, axis=1))
+    plain_coverage = np.mean((plain[0] <= mean) & (mean <= plain[1]))
+    assert {c.method for c in found} == {"t"}
+    assert 0.92 <= coverage <= 0.99, coverage
+    assert plain_coverage < coverage
 
 
 @pytest.mark.parametrize("n", [5, 10, 30])

@@ -96,12 +96,13 @@ def test_terminal_section_reads_at_a_glance(project: RagbenchProject) -> None:
         "sql_ground_truth  (all)      2      1       1       0        0      0        0",
     ]
     result.stdout.fnmatch_lines([
-        "metrics: mean and 95% CI (Wilson for 0/1 metrics; t clipped to the metric's range "
-        "below n=30, BCa bootstrap with 10000 seeded resamples from there; none below n=2; *",
+        "metrics: mean and 95% CI (Wilson for 0/1 metrics, with Poisson bounds at 1-2 "
+        "successes or failures; skew-corrected t clipped to the metric's range below n=30, "
+        "BCa bootstrap with 10000 seeded resamples from there; none below n=2; *",
         "kind * metric * n * unscored * mean * 95% CI * CI method * std * threshold * "
         "pass rate [[]95% CI]",
-        "sql_ground_truth * match * 2 * 0 * 0.500 * [[]0.095, 0.905] * Wilson * 0.707 * >=1 * "
-        "50.0% [[]9.5, 90.5]",
+        "sql_ground_truth * match * 2 * 0 * 0.500 * [[]0.026, 0.974] * Wilson * 0.707 * >=1 * "
+        "50.0% [[]2.6, 97.4]",
         "toy * exact_match * 24 * 0 * * Wilson *",
         "toy * faithfulness * 0 * 24 * - *",
         "toy * token_f1 * 24 * 0 * 0.* [[]0.*, *] * t * 0.* * >=0.6 * *% [[]*]",

@@ -2,8 +2,8 @@
 
 A *cell* is the set of items of one kind (optionally one system and some field values)
 scored on one metric. Each cell's 95% CI is chosen from its data
-(:mod:`pytest_ragbench.intervals`: Wilson for 0/1 values and pass rates, t for small n,
-a batched, seeded BCa bootstrap from n = 30, none below n = 2), over values in node-id
+(:mod:`pytest_ragbench.intervals`: Wilson for 0/1 values and pass rates, skew-corrected t
+for small n, a batched, seeded BCa bootstrap from n = 30, none below n = 2), over values in node-id
 order, so the numbers do not depend on how pytest-xdist scheduled the items. Items that
 share a ``cluster`` (the case field, or the one ``ragbench_cluster_by`` names) are
 resampled together, and so are the systems' answers to one case in the pooled cell of

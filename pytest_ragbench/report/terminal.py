@@ -120,7 +120,8 @@ def metrics_lines(document: dict[str, Any]) -> list[str]:
     if not (document.get("metrics") or {}):
         return []
     notes = unscored_notes(document)
-    title = ("metrics: mean and 95% CI (Wilson for 0/1 metrics; t clipped to the metric's "
+    title = ("metrics: mean and 95% CI (Wilson for 0/1 metrics, with Poisson bounds at 1-2 "
+             "successes or failures; skew-corrected t clipped to the metric's "
              f"range below n={BCA_MIN}, BCa bootstrap with {N_RESAMPLES} seeded resamples "
              "from there; none below n=2; * no spread: the Bernoulli worst case), std, "
              "item threshold, pass rate [Wilson 95% CI]")
