@@ -61,6 +61,28 @@ def test_id_based_metrics_equal_ragas(retrieved: list[object], reference: list[o
                                                                                abs=1e-9)
 
 
+WORDS = st.sampled_from(["Paris", "paris", "capital", "capitals", "France", "the", "is",
+                         "running", "runs", "ran", "42", "Louvre", "museum", ",", "."])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(WORDS, min_size=1, max_size=12), st.lists(WORDS, min_size=1, max_size=12),
+       st.sampled_from(["rouge1", "rougeL"]), st.sampled_from(["fmeasure", "precision", "recall"]))
+def test_rouge_equals_ragas(response: list[str], reference: list[str], rouge_type: str,
+                            mode: str) -> None:
+    """ROUGE is computed without ragas: it must equal ragas's RougeScore."""
+    from ragas.metrics.collections import RougeScore
+
+    answer, truth = " ".join(response), " ".join(reference)
+    found = ctx.rouge(answer, truth, rouge_type=rouge_type, mode=mode)  # type: ignore[arg-type]
+    if isinstance(found, Unscored):  # nothing but punctuation is an empty text to ragas too
+        assert not answer.strip(" ,.") or not truth.strip(" ,.")
+        return
+    expected = RougeScore(rouge_type=rouge_type, mode=mode).score(  # type: ignore[arg-type]
+        reference=truth, response=answer).value
+    assert found == pytest.approx(expected, abs=1e-9)
+
+
 def test_empty_inputs_are_unscored_with_reasons() -> None:
     cases = [
         ctx.non_llm_context_precision([PARIS], []),

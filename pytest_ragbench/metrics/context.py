@@ -1,6 +1,7 @@
 """Context and text-overlap metrics without a judge, computed by ragas 0.4.3.
 
-(The ID-based precision and recall are ragas's formulas computed without importing it.)
+(The ID-based precision and recall and ROUGE are ragas's computations made without
+importing it.)
 
 Thin wrappers: ragas does the scoring; this module maps empty inputs and NaN to
 :class:`Unscored` and imports ragas (slow: seconds) only when a metric is first used.
@@ -105,17 +106,27 @@ def _texts_ok(response: str, reference: str) -> Unscored | None:
     return None
 
 
+@cache
+def _rouge_scorer(rouge_type: str) -> Any:
+    from rouge_score import rouge_scorer  # lazy: rouge-score loads nltk's stemmer
+
+    return rouge_scorer.RougeScorer([rouge_type], use_stemmer=True)
+
+
 def rouge(response: str, reference: str, rouge_type: Literal["rouge1", "rougeL"] = "rougeL",
           mode: Literal["fmeasure", "precision", "recall"] = "fmeasure") -> Score:
-    """ROUGE of a response against a reference (ragas RougeScore, stemmed)."""
-    from ragas.metrics.collections import RougeScore
+    """ROUGE of a response against a reference (ragas RougeScore's computation, stemmed).
 
+    ragas's RougeScore is one call of rouge-score's stemmed scorer; it is made here, as the
+    ID-based metrics are, so that a worker scoring ragas samples without a judge does not
+    import ragas (about 2.6 s per process). tests/test_metrics_context.py checks it
+    against RougeScore itself.
+    """
     bad = _texts_ok(response, reference)
     if bad:
         return bad
-    result = RougeScore(rouge_type=rouge_type, mode=mode).score(reference=reference,
-                                                                response=response)
-    return _score(result.value, "rouge")
+    scores = _rouge_scorer(rouge_type).score(reference, response)
+    return _score(getattr(scores[rouge_type], mode), "rouge")
 
 
 def bleu(response: str, reference: str) -> Score:
