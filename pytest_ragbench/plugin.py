@@ -94,6 +94,11 @@ def pytest_configure(config: pytest.Config) -> None:
         except ConfigError as exc:
             raise pytest.UsageError(f"ragbench: {exc}") from None
         config.pluginmanager.register(session, "ragbench-session")
+        if settings.evaluate and config.pluginmanager.hasplugin("xdist"):
+            from pytest_ragbench.system.worker_groups import WorkerGroups
+
+            config.pluginmanager.register(WorkerGroups(kinds.item_kinds.values()),
+                                          "ragbench-worker-groups")
         config.stash[JOURNAL_KEY] = session.journal
         config.stash[KEPT_KEY] = session.kept_ids()
         config.stash[SIGNALS_KEY] = session.signals

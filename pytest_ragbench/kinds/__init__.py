@@ -129,7 +129,10 @@ class ItemKind:
     scored or unscored: a registered metric's name, a name with ``@k`` for any cut-off
     (``source_hit@k``), or a :class:`~pytest_ragbench.metrics.registry.MetricSpec`, which
     registers a new metric. ``thresholds`` are the item thresholds of the kind, overridden
-    by ``[tool.ragbench.thresholds]`` and by the case.
+    by ``[tool.ragbench.thresholds]`` and by the case. ``loads`` names the slow-to-import
+    libraries the items load in a process (e.g. ``"ragas"``): under ``-n N`` the items of
+    kinds that share one run on one worker, which then imports it once
+    (``system/worker_groups.py``).
     """
 
     name: str
@@ -140,6 +143,7 @@ class ItemKind:
     fixtures: tuple[str, ...] = ("ragbench_config",)
     metrics: tuple[Any, ...] = ()
     thresholds: Mapping[str, float] = field(default_factory=dict)
+    loads: tuple[str, ...] = ()
 
     def load_runner(self) -> Callable[..., Any]:
         """Import and return the function that evaluates one case."""
@@ -200,6 +204,10 @@ class KindRegistry:
 
 _SQL_FIXTURES = ("ragbench_config", "ragbench_db", "ragbench_databases")
 _SYSTEM_FIXTURES = ("ragbench_config", "ragbench_system", "ragbench_embedder", "ragbench_judge")
+# Items that import rouge-score with nltk (1.3 s of CPU; python -X importtime) and, with a
+# judge, ragas (2.5 s more with datasets, pandas and openai): under -n N they share one
+# worker (system/worker_groups.py).
+_RAGAS = ("ragas", "rouge-score")
 _SOURCES = ("source_hit@k", "source_recall@k", "source_mrr", "source_ndcg@k",
             "id_context_precision", "id_context_recall")
 _JUDGED = ("faithfulness", "answer_relevancy")
@@ -269,7 +277,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              "RAGAS metrics on a NormalizedSample", EVALUATION, _SYSTEM_FIXTURES,
              ("faithfulness", "answer_relevancy", "context_precision", "context_recall",
               "semantic_similarity", "token_f1", "rouge", "lexical_faithfulness",
-              "lexical_context_recall")),
+              "lexical_context_recall"), {}, _RAGAS),
     # A relevant document somewhere in the top 100 (reciprocal rank >= 1/100); the ranking
     # quality (nDCG@10, recall) is gated on its means. The retriever comes from
     # ragbench_beir_retriever_factory (or a named system) when the dataset first runs.

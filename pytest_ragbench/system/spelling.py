@@ -89,20 +89,35 @@ class VocabularySpeller:
     def __init__(self, counts: Mapping[str, int], *, english: Mapping[str, int] | None = None,
                  known: Iterable[str] = CHAT_WORDS, min_length: int = MIN_LENGTH,
                  max_edits: int = MAX_EDITS, max_candidates: int = MAX_CANDIDATES) -> None:
-        from symspellpy import SymSpell
-
         self.min_length = min_length
         self.max_edits = max_edits
+        self.max_candidates = max_candidates
         self._counts = {w.lower(): int(n) for w, n in counts.items() if n > 0}
         self._english = {w.lower(): int(n) for w, n in (english or {}).items()}
         self._known = frozenset(w.lower() for w in known)
-        self._symspell = SymSpell(max_dictionary_edit_distance=max_edits,
-                                  prefix_length=max(7, max_edits + 1))
-        frequent = sorted(self._counts, key=lambda w: (-self._counts[w], w))[:max_candidates]
-        for word in sorted({*frequent, *self._english}):
-            self._symspell.create_dictionary_entry(word, 1)
+        self._symspell: Any = None  # built when a word first needs a correction
         self._corrected: dict[str, str] = {}
         self._lock = threading.Lock()
+
+    def _index(self) -> Any:
+        """The SymSpell index of the candidates, built once, when first needed.
+
+        Building it takes about 0.4-1 s of CPU (the deletes of some 20,000 English and
+        the corpus words); a process whose questions hold only known words, or whose
+        answers all come from the cache, never pays that.
+        """
+        with self._lock:
+            if self._symspell is None:
+                from symspellpy import SymSpell
+
+                index = SymSpell(max_dictionary_edit_distance=self.max_edits,
+                                 prefix_length=max(7, self.max_edits + 1))
+                frequent = sorted(self._counts,
+                                  key=lambda w: (-self._counts[w], w))[:self.max_candidates]
+                for word in sorted({*frequent, *self._english}):
+                    index.create_dictionary_entry(word, 1)
+                self._symspell = index
+            return self._symspell
 
     @classmethod
     def from_texts(cls, texts: Iterable[str], *, extra: Iterable[str] = QUESTION_WORDS,
@@ -170,7 +185,7 @@ class VocabularySpeller:
 
         budget = 1 if len(word) <= SHORT else self.max_edits
         lower = word.lower()
-        found = self._symspell.lookup(lower, Verbosity.ALL, max_edit_distance=self.max_edits)
+        found = self._index().lookup(lower, Verbosity.ALL, max_edit_distance=self.max_edits)
         costs = {s.term: typing_distance(lower, s.term) for s in found}
         candidates = [t for t, cost in costs.items() if cost <= budget]
         if not candidates:

@@ -1,0 +1,128 @@
+"""Under ``-n N``, items whose kinds load the same slow library run on one xdist worker.
+
+With xdist's default ``--dist load`` every worker gets items of every kind, so every
+worker imports rouge-score with nltk (1.3 s of CPU), with a judge ragas (2.5 s more),
+and the rest. On two cores that
+duplicated start-up is most of a warm bundled run, so ``-n 2`` was slower than serial,
+1.4 times on a machine with another busy process (issue 20). This scheduler is xdist's
+``LoadScopeScheduling`` with one scope per group of kinds that share a library
+(:attr:`ItemKind.loads <pytest_ragbench.kinds.ItemKind.loads>`, joined transitively):
+such a group goes to one worker as one unit. The other items are cut, in collection
+order, into chunks that shrink as the items run out (each a quarter of a worker's share
+of what is left, as ``--dist load`` sizes its batches): large first chunks give a
+worker's queue enough items for their model calls to be fetched ahead concurrently
+(``system/schedule.py``), and the small last ones let both workers finish together.
+Only ``--dist load`` is replaced; any other ``--dist`` the user names is left alone.
+
+A crashed worker: xdist's ``LoadScopeScheduling.remove_node`` puts the crashed worker's
+unfinished units back in the queue *with the item that crashed it*, which then runs again
+and takes the next worker down, until xdist runs out of restarts (with ``--dist load``
+the crashed item is reported once and never rerun). Here the crashed item counts as
+done before its unit goes back, so, as under ``--dist load``, only that item is lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pytest
+
+from pytest_ragbench.kinds import ItemKind
+
+GROUP_PREFIX = "ragbench-loads:"
+
+
+def library_groups(kinds: Iterable[ItemKind]) -> dict[str, str]:
+    """Map each kind that loads a slow library to its group (kinds sharing one, joined)."""
+    owner: dict[str, str] = {}  # library -> the group it belongs to
+    groups: dict[str, set[str]] = {}  # group name -> its kinds
+    for kind in kinds:
+        if not kind.loads:
+            continue
+        joined = {owner[lib] for lib in kind.loads if lib in owner}
+        name = min(joined | set(kind.loads))
+        members = {kind.name}
+        for old in joined:
+            members |= groups.pop(old)
+        groups[name] = members
+        for lib, group in list(owner.items()):
+            if group in joined:
+                owner[lib] = name
+        for lib in kind.loads:
+            owner[lib] = name
+    return {kind: name for name, members in groups.items() for kind in members}
+
+
+def group_of(nodeid: str, groups: dict[str, str]) -> str | None:
+    """The library group of an item's kind (from its node id), or None."""
+    if "::" not in nodeid:
+        return None
+    kind = nodeid.rsplit("::", 1)[1].split("[", 1)[0]
+    return groups.get(kind)
+
+
+def work_units(nodeids: Sequence[str], groups: dict[str, str], workers: int) -> dict[str, str]:
+    """The work unit of every node id: its library group, or a chunk of the others."""
+    units: dict[str, str] = {}
+    others = []
+    for nodeid in nodeids:
+        group = group_of(nodeid, groups)
+        if group is None:
+            others.append(nodeid)
+        else:
+            units[nodeid] = GROUP_PREFIX + group
+    start = chunk = 0
+    while start < len(others):
+        size = max(1, (len(others) - start) // (4 * max(1, workers)))
+        for nodeid in others[start:start + size]:
+            units[nodeid] = f"ragbench-chunk:{chunk}"
+        start, chunk = start + size, chunk + 1
+    return units
+
+
+def scheduler(config: pytest.Config, log: Any, groups: dict[str, str]) -> Any:
+    """A ``LoadScopeScheduling`` whose scopes are :func:`work_units`."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedLibraryScheduling(LoadScopeScheduling):
+        units: dict[str, str] | None = None
+
+        def remove_node(self, node: Any) -> str | None:
+            """LoadScopeScheduling's, except that the crashed item is not run again."""
+            workload = self.assigned_work.pop(node)
+            pending = [nodeid for unit in workload.values()
+                       for nodeid, completed in unit.items() if not completed]
+            if not pending:
+                return None
+            crashed = pending[0]  # items run in the order they were sent
+            for unit in workload.values():
+                if crashed in unit:
+                    unit[crashed] = True
+            self.workqueue.update((scope, unit) for scope, unit in workload.items()
+                                  if not all(unit.values()))
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return crashed
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.units is None and self.collection:  # set before scopes are first asked
+                self.units = work_units(self.collection, groups, len(self.nodes))
+            if self.units is not None and nodeid in self.units:
+                return self.units[nodeid]
+            group = group_of(nodeid, groups)
+            return nodeid if group is None else GROUP_PREFIX + group
+
+    return SharedLibraryScheduling(config, log)
+
+
+class WorkerGroups:
+    """The controller's plugin providing the scheduler (registered when xdist is present)."""
+
+    def __init__(self, kinds: Iterable[ItemKind]) -> None:
+        self.groups = library_groups(kinds)
+
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if config.getoption("dist", None) != "load" or not self.groups:
+            return None
+        return scheduler(config, log, self.groups)
