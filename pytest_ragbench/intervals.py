@@ -180,6 +180,12 @@ def _poisson_cutoff(n: float) -> float:
     return 2.0 if n <= 50 else 3.0
 
 
+def _snap(count: float) -> float:
+    """A count within float noise of a whole number, as that number."""
+    nearest = round(count)
+    return float(nearest) if abs(count - nearest) < 1e-9 * max(1.0, abs(count)) else count
+
+
 def modified_wilson(p: float, n: float, confidence: float = CONFIDENCE
                     ) -> tuple[float, float]:
     """Wilson's interval with the Poisson bounds near 0 and 1 (Brown, Cai & DasGupta 2001).
@@ -193,7 +199,8 @@ def modified_wilson(p: float, n: float, confidence: float = CONFIDENCE
 
     low, high = wilson(p, n, confidence)
     cutoff = _poisson_cutoff(n)
-    successes, failures = p * n, (1 - p) * n
+    # p is a mean: p * n may be 2.0000000000000004 where 2 items passed
+    successes, failures = (_snap(count) for count in (p * n, (1 - p) * n))
     if 0 < successes <= cutoff:
         low = min(low, float(chdtri(2 * successes, confidence)) / (2 * n))
     if 0 < failures <= cutoff:

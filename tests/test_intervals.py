@@ -57,6 +57,17 @@ def test_wilson_lower_bound_would_not_be_a_calibrated_gate() -> None:
     assert gate_passes <= 0.025 + 2 * math.sqrt(0.025 * 0.975 / SESSIONS)
 
 
+def test_the_poisson_bound_is_used_whatever_the_float_noise_of_the_mean() -> None:
+    """2 failures in 14 give (1 - p) * n = 2.000000000000001: still x* = 2 failures."""
+    n = 14
+    p = float(np.mean([1.0] * 12 + [0.0] * 2))
+    assert (1 - p) * n > 2.0
+    poisson = 1 - float(sps.chi2.ppf(0.05, 4)) / (2 * n)
+    assert intervals.modified_wilson(p, n)[1] == pytest.approx(max(poisson,
+                                                                   intervals.wilson(p, n)[1]))
+    assert intervals.modified_wilson(p, n)[1] > intervals.wilson(p, n)[1]
+
+
 # p = 0.0058: just below Wilson's lower bound for 1 success in 30 (0.0059), its deepest dip
 @pytest.mark.parametrize(("n", "p"), [(5, 0.97), (5, 0.1), (5, 0.9), (30, 0.0058)])
 def test_few_successes_or_failures_get_the_poisson_bound(n: int, p: float) -> None:
