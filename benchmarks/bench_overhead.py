@@ -301,6 +301,10 @@ def main() -> None:
         ratio = best["ragbench"]["cpu"] / best["plain"]["cpu"]
         verdict = "meets" if ratio <= 1.5 else "misses"
         print(f"ratio ragbench / plain CPU: {ratio:.2f}x ({verdict} the target of 1.5x)")
+        paired = sorted(ours["cpu"] / theirs["cpu"]
+                        for ours, theirs in zip(results["ragbench"], results["plain"], strict=True))
+        print(f"  ratio of each round (plain, then ragbench): "
+              f"{', '.join(f'{r:.2f}x' for r in paired)}; median {paired[len(paired) // 2]:.2f}x")
         extra = best["ragbench"]["cpu"] - best["plain"]["cpu"]
         print(f"plugin time per item: {1000 * extra / args.items:.3f} ms")
         print(f"ragbench: {best['ragbench']['summary'].strip('= ')}")

@@ -6,6 +6,7 @@ engine is enough to verify cases against your database.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,10 +16,22 @@ from pytest_ragbench.config import RagbenchConfig, get_config
 from pytest_ragbench.errors import ConfigError
 
 
-@pytest.fixture(scope="session")
-def ragbench_config(request: pytest.FixtureRequest) -> RagbenchConfig:
-    """The session's resolved settings (flags, ini keys, ragbench.toml)."""
-    return get_config(request.config)
+def settings_fixture(config: pytest.Config) -> types.ModuleType:
+    """A plugin whose ``ragbench_config`` fixture returns ``config``'s settings.
+
+    Every item uses ``ragbench_config``. pytest 9 builds a new FixtureDef for ``request``
+    (with an ``inspect.signature`` call) each time an item uses a fixture that takes it,
+    even a session-scoped one whose value is cached; this one closes over the config instead.
+    """
+    plugin = types.ModuleType("pytest_ragbench.settings")
+
+    @pytest.fixture(scope="session")
+    def ragbench_config() -> RagbenchConfig:
+        """The session's resolved settings (flags, ini keys, ragbench.toml)."""
+        return get_config(config)
+
+    plugin.ragbench_config = ragbench_config  # type: ignore[attr-defined]
+    return plugin
 
 
 class DatabaseUnavailable:

@@ -83,6 +83,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_ragbench import fixtures
 
     config.pluginmanager.register(fixtures, "ragbench-fixtures")
+    config.pluginmanager.register(fixtures.settings_fixture(config), "ragbench-settings")
     _register_system_fixtures(config)
     _add_case_paths(config, settings)
     if not hasattr(config, "workerinput"):  # aggregation happens on the controller only

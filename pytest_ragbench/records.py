@@ -118,10 +118,17 @@ def _is_safe(value: Any) -> bool:
         return True
     if kind is float:
         return math.isfinite(value)
+    # loops, not all(<generator>): this runs for every value of every record
     if kind is dict:
-        return all(type(k) is str and _is_safe(v) for k, v in value.items())
+        for key, item in value.items():  # noqa: SIM110
+            if type(key) is not str or not _is_safe(item):
+                return False
+        return True
     if kind is list:
-        return all(_is_safe(v) for v in value)
+        for item in value:  # noqa: SIM110
+            if not _is_safe(item):
+                return False
+        return True
     return False
 
 

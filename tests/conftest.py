@@ -10,10 +10,13 @@ import matplotlib.figure  # noqa: F401
 import numpy  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401
+import yaml  # noqa: F401
 
 # In-process pytester runs forget the modules first imported inside them, and numpy's C
 # extension cannot be loaded twice in one process: the session report's libraries
-# (numpy, scipy, matplotlib) are loaded here once, before any pytester run.
+# (numpy, scipy, matplotlib) are loaded here once, before any pytester run. So is PyYAML:
+# imported again, its libyaml parser still raises the first import's error classes, which
+# the case loader's ``except yaml.YAMLError`` (the second import's) does not catch.
 
 pytest_plugins = ["pytester"]
 

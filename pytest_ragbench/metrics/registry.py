@@ -137,6 +137,8 @@ class MetricRegistry:
     _specs: dict[str, MetricSpec] = field(default_factory=dict)
     _plain: dict[str, MetricSpec] = field(default_factory=dict)
     _cut: dict[str, MetricSpec] = field(default_factory=dict)
+    # lookup()'s answers: the report asks for the same few names once per item
+    _found: dict[str, MetricSpec | None] = field(default_factory=dict, repr=False)
 
     def adopt(self, spec: MetricSpec) -> MetricSpec:
         """Register ``spec`` unless the very same definition is registered already.
@@ -161,6 +163,7 @@ class MetricRegistry:
             raise DuplicateMetricError(f"metric {spec.name!r}: name(s) already registered: "
                                        f"{', '.join(sorted(set(taken)))}")
         self._specs[spec.name] = spec
+        self._found.clear()
         self._plain.update(dict.fromkeys(plain, spec))
         self._cut.update(dict.fromkeys(cut, spec))
         return spec
@@ -209,10 +212,12 @@ class MetricRegistry:
 
     def lookup(self, metric: str) -> MetricSpec | None:
         """The definition of a metric as an item records it (``source_hit@5``), or None."""
-        try:
-            return self.parse(metric).spec
-        except UnknownMetricError:
-            return None
+        if metric not in self._found:
+            try:
+                self._found[metric] = self.parse(metric).spec
+            except UnknownMetricError:
+                self._found[metric] = None
+        return self._found[metric]
 
     def direction(self, metric: str) -> Direction:
         """Whether larger or smaller values of ``metric`` are better ("none" when unknown)."""

@@ -99,8 +99,11 @@ def payload(document: dict[str, Any]) -> dict[str, Any]:
 
 def script_json(data: Any) -> str:
     """JSON that is safe inside ``<script type="application/json">``."""
-    text = json.dumps(json_safe(data), ensure_ascii=False, allow_nan=False,
-                      separators=(",", ":"))
+    try:  # the items' records are JSON-safe already: convert only when they are not
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        text = json.dumps(json_safe(data), ensure_ascii=False, allow_nan=False,
+                          separators=(",", ":"))
     return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 

@@ -248,6 +248,9 @@ class RagbenchSession:
         """Records that never reached this process (a worker's last ones), and the kept ones."""
         if self.journal is None or not self.journal.path.is_file():
             return
+        if self.resume is None and self.selected is not None \
+                and self.selected <= self.records.keys():
+            return  # every item's record arrived: the journal holds nothing more
         start = self.resume.size if self.resume is not None else 0
         journal = journal_mod.read(self.journal.path, start=start)
         kept = self.resume.kept if self.resume is not None else {}
