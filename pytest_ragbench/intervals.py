@@ -410,7 +410,10 @@ def cell_intervals(cells: Sequence[CellData], confidence: float = CONFIDENCE,
 
     As :func:`pytest_ragbench.stats.batch_bootstrap_ci`: cells with the same number of
     clusters (and both plain or both clustered) are resampled together, one counts
-    matrix per block, so hundreds of cells cost a few matrix products.
+    matrix per block, so hundreds of cells cost a few matrix products. Each block draws
+    from a generator seeded by ``(seed, clusters, clustered)``: a cell's interval depends
+    on its own values only, not on the other cells beside it (a ``-k`` subset of a run,
+    or one kind's plots drawn ahead, gives the same interval).
     """
     import numpy as np
 
@@ -433,9 +436,9 @@ def cell_intervals(cells: Sequence[CellData], confidence: float = CONFIDENCE,
             result = None
             blocks.setdefault((cell.groups, cell.clustered), []).append(i)
         results.append(result)
-    rng = np.random.default_rng(seed)
     with stats._single_threaded_blas():
-        for (_groups, clustered), members in sorted(blocks.items()):
+        for (groups, clustered), members in sorted(blocks.items()):
+            rng = np.random.default_rng((seed, groups, int(clustered)))
             sums = np.column_stack([prepared[i].sums for i in members])
             sizes = np.column_stack([prepared[i].sizes for i in members]) if clustered else None
             means = stats._resampled_means(sums, n_resamples, rng, sizes)

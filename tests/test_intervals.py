@@ -185,7 +185,9 @@ def test_from_30_values_the_bootstrap_is_the_batched_bca() -> None:
     rng = np.random.default_rng(8)
     cells = [rng.beta(2, 5, 30), rng.beta(5, 2, 45), rng.random(45)]
     found = cell_intervals([CellData(c, None, 0.0, 1.0) for c in cells], seed=4)
-    reference = stats.batch_bootstrap_ci(cells, seed=4)
+    # each block of cells (by size) draws from its own generator, seeded (seed, size, 0)
+    reference = [stats.batch_bootstrap_ci([c], seed=(4, c.size, 0))[0]  # type: ignore[arg-type]
+                 for c in cells]
     for ours, ref in zip(found, reference, strict=True):
         assert ours.method == "bca"
         assert (ours.low, ours.high) == (pytest.approx(ref.low), pytest.approx(ref.high))
@@ -241,3 +243,15 @@ def test_every_bounded_cell_has_a_method_and_width(values: list[float], size: in
     assert 0.0 <= found.low < found.high <= 1.0
     assert found.low - 1e-9 <= mean <= found.high + 1e-9
     assert found.gate_low <= found.low + 1e-12 and found.gate_high >= found.high - 1e-12
+
+
+def test_a_cells_interval_does_not_depend_on_the_cells_beside_it() -> None:
+    """A ``-k`` subset (or one kind's plots drawn ahead) shows the same bootstrap interval."""
+    rng = np.random.default_rng(4)
+    cell = CellData(list(rng.beta(2, 5, 40)), None, 0.0, 1.0)
+    others = [CellData(list(rng.beta(2, 2, n)), None, 0.0, 1.0) for n in (31, 35, 40, 52)]
+    alone = cell_intervals([cell])[0]
+    among = cell_intervals([*others, cell])[-1]
+    assert alone.method == "bca"
+    assert (alone.low, alone.high) == (pytest.approx(among.low, rel=1e-12),
+                                       pytest.approx(among.high, rel=1e-12))

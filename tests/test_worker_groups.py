@@ -109,9 +109,56 @@ def test_a_crash_inside_a_group_loses_only_its_item(pytester: pytest.Pytester,
 @pytest.mark.parametrize("dist", ["loadfile", "loadscope", "worksteal", "each"])
 def test_a_dist_mode_the_user_names_is_left_alone(pytester: pytest.Pytester, dist: str) -> None:
     plugin = worker_groups.WorkerGroups(kinds.builtin_registry().item_kinds.values())
-    config = pytester.parseconfig()
+    config = pytester.parseconfigure()
     config.option.tx, config.option.dist = ["2*popen"], dist  # what -n 2 sets
     assert plugin.pytest_xdist_make_scheduler(config, None) is None
     config.option.dist = "load"  # what -n N alone means: the ragbench scheduler
     made = plugin.pytest_xdist_make_scheduler(config, None)
     assert made is not None and made._split_scope("s.jsonl::ragas[a]") == "ragbench-loads:ragas"
+
+
+class _FakeWorker:
+    """What the scheduler uses of xdist's WorkerController."""
+
+    def __init__(self) -> None:
+        self.shutting_down = False
+        self.sent: list[int] = []
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        self.sent += indices
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+def test_a_worker_is_kept_more_than_concurrency_items_ahead(pytester: pytest.Pytester) -> None:
+    """So that it can fetch that many answers at once (xdist tops up at two items left)."""
+    config = pytester.parseconfigure("--tx=popen", "--ragbench-concurrency=10")
+    scheduler = worker_groups.scheduler(config, None, {"ragas": "ragas"})
+    worker = _FakeWorker()
+    nodeids = [f"test_cases/v.yaml::vector[v{i}]" for i in range(30)]
+    scheduler.add_node(worker)
+    scheduler.add_node_collection(worker, nodeids)
+    scheduler.schedule()
+    assert len(worker.sent) == 12  # chunks of 7 and 5: xdist alone would have sent 7
+    scheduler.mark_test_complete(worker, worker.sent[0])
+    assert len(worker.sent) == 12  # 11 still waiting: more than 10
+    scheduler.mark_test_complete(worker, worker.sent[1])
+    assert len(worker.sent) == 16  # 10 waiting: the next chunk (4) goes out
+    for index in list(worker.sent[3:]):
+        scheduler.mark_test_complete(worker, index)
+    while not worker.shutting_down:  # the rest arrives chunk by chunk, then the shutdown
+        scheduler.mark_test_complete(worker, worker.sent[-1])
+    assert sorted(worker.sent) == list(range(30))
+
+
+def test_kinds_with_more_metrics_are_sent_first() -> None:
+    """Their plots take longest to draw, and are drawn once the kind's last item reports."""
+    nodeids = [f"s.yaml::sql[s{i}]" for i in range(8)]
+    nodeids += [f"v.yaml::vector[v{i}]" for i in range(8)]
+    units = worker_groups.work_units(nodeids, {}, workers=1,
+                                     metric_counts={"sql": 1, "vector": 15})
+    chunk = {n: int(units[n].rsplit(":", 1)[1]) for n in nodeids}
+    assert max(chunk[n] for n in nodeids[8:]) <= min(chunk[n] for n in nodeids[:8])
+    assert chunk[nodeids[8]] == 0 and chunk[nodeids[0]] < chunk[nodeids[7]]
+    assert [chunk[n] for n in nodeids[8:]] == sorted(chunk[n] for n in nodeids[8:])

@@ -99,6 +99,21 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
     return {**json_safe(document), "items": [_item(r) for r in records]}
 
 
+def plot_document(records: list[ItemRecord], settings: RagbenchConfig) -> dict[str, Any]:
+    """The parts of :func:`build`'s document that report.html's plots are drawn from.
+
+    ``metrics``, ``breakdowns``, ``systems`` and ``items``, computed as :func:`build` does
+    (its gate and baseline cells do not change these). ``records`` may be one kind's: the
+    systems are then those of ``--ragbench-systems``, as the whole run's would be.
+    """
+    records = sorted(records, key=lambda r: r.nodeid)
+    systems = list(settings.systems) or aggregate.systems_in(records)
+    stats = aggregate.compute_cells(aggregate.plan_cells(records, systems, settings.breakdown))
+    document = {"metrics": aggregate.metrics_section(stats, systems),
+                "breakdowns": aggregate.breakdowns_section(stats, systems), "systems": systems}
+    return {**json_safe(document), "items": [_item(r) for r in records]}
+
+
 def _systems_of(kind: str, records: Sequence[ItemRecord], systems: list[str]) -> list[str]:
     """The systems a gate on ``kind`` is checked for: none when its items are system-independent.
 

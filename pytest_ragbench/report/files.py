@@ -204,7 +204,8 @@ def remove_stale(folder: Path, names: Iterable[str], problems: list[str]) -> Non
 
 
 def write_all(document: dict[str, Any], records: list[ItemRecord], settings: RagbenchConfig,
-              problems: list[str] | None = None, *, items_written: bool = False) -> list[Path]:
+              problems: list[str] | None = None, *, items_written: bool = False,
+              plots_ahead: dict[str, html.DrawnPlots] | None = None) -> list[Path]:
     """Write every report file; returns the paths written, in that order.
 
     Data first (items.jsonl, results.json, BEIR runs, leaderboard rows, the saved run),
@@ -253,14 +254,15 @@ def write_all(document: dict[str, Any], records: list[ItemRecord], settings: Rag
         step(f"runs/ (--ragbench-save {settings.save})", [],
              lambda: runs.save(document, folder, settings.save or ""))
     step("report.html", [], lambda: write_report_html(folder / "report.html", document,
-                                                      problems))
+                                                      problems, plots_ahead))
     return written
 
 
-def write_report_html(path: Path, document: dict[str, Any], problems: list[str]) -> Path:
+def write_report_html(path: Path, document: dict[str, Any], problems: list[str],
+                      plots_ahead: dict[str, html.DrawnPlots] | None = None) -> Path:
     """report.html; if the page cannot be rendered, a short page saying so replaces it."""
     try:
-        page = html.render(document, problems)
+        page = html.render(document, problems, plots_ahead)
     except Exception as exc:
         detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
         problems.append(f"report.html could not be rendered ({detail}); a page saying so "

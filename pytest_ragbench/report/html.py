@@ -20,7 +20,9 @@ show when present and are skipped when absent. Imported at session end only.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 
@@ -406,21 +408,55 @@ def comparisons_section(document: dict[str, Any], page: Page) -> str:
     return "".join(parts)
 
 
-def plots_section(document: dict[str, Any], values: plots.Values, page: Page) -> str:
-    """Per kind: histograms of continuous metrics, intervals per system and category."""
+@dataclass(frozen=True)
+class DrawnPlots:
+    """A kind's plots drawn ahead (report/plots_ahead.py), with what they were drawn from."""
+
+    inputs: str  # plot_inputs() of the document they were drawn from
+    html: str
+    problems: tuple[str, ...] = ()
+
+
+def plot_inputs(document: dict[str, Any], kind: str, values: plots.Values) -> str:
+    """Everything a kind's plots are drawn from, as one comparable text."""
+    return json.dumps([(document.get("metrics") or {}).get(kind),
+                       (document.get("breakdowns") or {}).get(kind),
+                       document.get("systems"),
+                       sorted((metric, series) for (k, metric), series in values.items()
+                              if k == kind)],
+                      sort_keys=True, default=str)
+
+
+def kind_plots(document: dict[str, Any], kind: str, values: plots.Values, page: Page) -> str:
+    """One kind's histograms of continuous metrics and intervals per system and category."""
+    metrics = (document.get("metrics") or {}).get(kind) or {}
+    names = [m for m, e in metrics.items() if isinstance(e, dict) and e.get("n")]
+    continuous = plots.continuous_metrics(values, kind, names)
+    drawn = [page.plot(f"{kind} distributions",
+                       functools.partial(plots.distribution_plot, values, kind, continuous))]
+    for name, groups in plots.groupings(document, kind):
+        drawn.append(page.plot(f"{kind} by {name}", functools.partial(
+            plots.interval_plot, kind, name, groups, values)))
+    body = "".join(d for d in drawn if d)
+    return f"<h3>{esc(kind)}</h3>{body}" if body else ""
+
+
+def plots_section(document: dict[str, Any], values: plots.Values, page: Page,
+                  ahead: dict[str, DrawnPlots] | None = None) -> str:
+    """Per kind: histograms of continuous metrics, intervals per system and category.
+
+    A kind's plots in ``ahead`` are used when they were drawn from what this document
+    holds for the kind; otherwise they are drawn here.
+    """
     parts = []
-    for kind, metrics in (document.get("metrics") or {}).items():
-        names = [m for m, e in (metrics or {}).items() if isinstance(e, dict) and e.get("n")]
-        continuous = plots.continuous_metrics(values, kind, names)
-        drawn = [page.plot(f"{kind} distributions",
-                           functools.partial(plots.distribution_plot, values, kind, continuous))]
-        for name, groups in plots.groupings(document, kind):
-            drawn.append(page.plot(f"{kind} by {name}", functools.partial(
-                plots.interval_plot, kind, name, groups, values)))
-        body = "".join(d for d in drawn if d)
-        if body:
-            parts.append(f"<h3>{esc(kind)}</h3>{body}")
-    if not parts:
+    for kind in document.get("metrics") or {}:
+        early = (ahead or {}).get(kind)
+        if early is not None and early.inputs == plot_inputs(document, kind, values):
+            page.problems.extend(early.problems)
+            parts.append(early.html)
+        else:
+            parts.append(kind_plots(document, kind, values, page))
+    if not any(parts):
         return ""
     return ("<h2 id=plots>Plots</h2><p class=meta>histograms of continuous metrics (0/1 "
             "metrics are proportions in the tables above); means with 95% intervals by "
@@ -488,8 +524,12 @@ def run_section(document: dict[str, Any]) -> str:
             f"</summary>{generic(run)}{generic(config)}</details>")
 
 
-def render(document: dict[str, Any], problems: list[str] | None = None) -> str:
-    """The whole page; parts that fail are named in ``problems`` and left out."""
+def render(document: dict[str, Any], problems: list[str] | None = None,
+           plots_ahead: dict[str, DrawnPlots] | None = None) -> str:
+    """The whole page; parts that fail are named in ``problems`` and left out.
+
+    ``plots_ahead``: kinds' plots drawn while the items still ran (used where still true).
+    """
     problems = [] if problems is None else problems
     page = Page(problems)
     values: plots.Values = {}
@@ -502,7 +542,7 @@ def render(document: dict[str, Any], problems: list[str] | None = None) -> str:
     page.add("the gates", lambda: gates_section(document))
     page.add("the results by kind", lambda: kind_tables(document, values))
     page.add("the comparisons", lambda: comparisons_section(document, page))
-    page.add("the plots", lambda: plots_section(document, values, page))
+    page.add("the plots", lambda: plots_section(document, values, page, plots_ahead))
     page.add("the items", lambda: drilldown.section(document))
     page.add("the components", lambda: components_section(document))
     page.add("RAGCSV, BEIR and robustness", lambda: other_sections(document))

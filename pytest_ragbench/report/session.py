@@ -65,6 +65,7 @@ class RagbenchSession:
         self.interrupted_workers: dict[str, str | None] = {}  # xdist id -> signal, if known
         self.status: RunStatus | None = None
         self.stopped_by: str | None = None  # the message of the interruption, if any
+        self.plots_ahead: Any = None  # under xdist: plots_ahead.PlotsAhead
 
     # -- the run --------------------------------------------------------------------------
 
@@ -111,8 +112,17 @@ class RagbenchSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Any) -> None:
         """Under xdist: the items a worker collected (each worker collects them all)."""
+        first = self.selected is None
         self._items_known({nodeid for nodeid in ids
                            if ragbench_kind(nodeid, self._kind_names()) is not None})
+        if first and self.selected and self.write_files and self.resume is None \
+                and not self.config.option.collectonly:
+            # lazy: kept out of a plain pytest run
+            from pytest_ragbench.report.plots_ahead import PlotsAhead
+
+            self.plots_ahead = PlotsAhead(self.settings)
+            kinds = (ragbench_kind(nodeid, self._kind_names()) for nodeid in self.selected)
+            self.plots_ahead.expect(found[0] for found in kinds if found is not None)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -165,6 +175,9 @@ class RagbenchSession:
         data = getattr(report, REPORT_ATTRIBUTE, None)
         if isinstance(data, dict):
             self.records[report.nodeid] = ItemRecord.from_dict(data)
+            if self.plots_ahead is not None:
+                self._guard("drawing plots ahead", lambda: self.plots_ahead.arrived(
+                    self.records[report.nodeid]))
         elif report.when not in PHASES and report.failed and report.nodeid not in self.records:
             worker = _worker_id(getattr(report, "node", None))
             if worker in self.interrupted_workers:
@@ -206,6 +219,7 @@ class RagbenchSession:
         A SIGTERM from now on waits for the files (report/interruption.py).
         """
         self.signals.reporting = True
+        ahead = self._guard("drawing plots ahead", self._plots_drawn_ahead)
         self._guard("reading the run's journal", self._merge_journal)
         if not self.records:  # nothing finished: nothing to keep for a resume either
             if self.journal is not None and self.journal.active:
@@ -235,7 +249,8 @@ class RagbenchSession:
             return
         if self.write_files:
             self.written += files.write_all(self.document, records, self.settings,
-                                            self.problems, items_written=bool(self.written))
+                                            self.problems, items_written=bool(self.written),
+                                            plots_ahead=ahead)
             self._guard("removing the run's journal", self._finish_journal)
         if self.document["failures"] and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -243,6 +258,18 @@ class RagbenchSession:
                     lambda: self._report_checks(self.document or {}))
         self._warn_problems()
         self._warn_partial_baseline()
+
+    def _plots_drawn_ahead(self) -> dict[str, Any] | None:
+        """The kinds' plots drawn while the workers ran; the drawing thread is stopped."""
+        if self.plots_ahead is None:
+            return None
+        ahead, self.plots_ahead = self.plots_ahead, None
+        return dict(ahead.finish())
+
+    def pytest_unconfigure(self) -> None:
+        """A session that ended before its report stops the plot thread too."""
+        if self.plots_ahead is not None:
+            self.plots_ahead.close()
 
     def _merge_journal(self) -> None:
         """Records that never reached this process (a worker's last ones), and the kept ones."""

@@ -2,16 +2,20 @@
 
 With xdist's default ``--dist load`` every worker gets items of every kind, so every
 worker imports rouge-score with nltk (1.3 s of CPU), with a judge ragas (2.5 s more),
-and the rest. On two cores that
-duplicated start-up is most of a warm bundled run, so ``-n 2`` was slower than serial,
-1.4 times on a machine with another busy process (issue 20). This scheduler is xdist's
-``LoadScopeScheduling`` with one scope per group of kinds that share a library
-(:attr:`ItemKind.loads <pytest_ragbench.kinds.ItemKind.loads>`, joined transitively):
-such a group goes to one worker as one unit. The other items are cut, in collection
-order, into chunks that shrink as the items run out (each a quarter of a worker's share
-of what is left, as ``--dist load`` sizes its batches): large first chunks give a
-worker's queue enough items for their model calls to be fetched ahead concurrently
-(``system/schedule.py``), and the small last ones let both workers finish together.
+and the rest. On two cores that duplicated start-up is most of a warm bundled run, so
+``-n 2`` was slower than serial, 1.4 times on a machine with another busy process
+(issue 20). This scheduler is xdist's ``LoadScopeScheduling`` with one scope per group of
+kinds that share a library (:attr:`ItemKind.loads <pytest_ragbench.kinds.ItemKind.loads>`,
+joined transitively): such a group goes to one worker as one unit.
+
+The other items are cut into chunks that shrink as the items run out (each a quarter of
+a worker's share of what is left, as ``--dist load`` sizes its batches), so that both
+workers finish together; kinds with more metrics go first, because a kind's plots in
+report.html are drawn as soon as its last item reports (``report/plots_ahead.py``) and
+those kinds have the most to draw. A worker is sent more units whenever it has no more
+than ``ragbench_concurrency`` items waiting (xdist waits until two are left): a worker
+fetches the answers of the items it has been sent (``system/schedule.py``), so its queue
+must hold enough items for their model calls to run concurrently.
 Only ``--dist load`` is replaced; any other ``--dist`` the user names is left alone.
 
 A crashed worker: xdist's ``LoadScopeScheduling.remove_node`` puts the crashed worker's
@@ -56,14 +60,26 @@ def library_groups(kinds: Iterable[ItemKind]) -> dict[str, str]:
 
 def group_of(nodeid: str, groups: dict[str, str]) -> str | None:
     """The library group of an item's kind (from its node id), or None."""
+    kind = kind_of(nodeid)
+    return None if kind is None else groups.get(kind)
+
+
+def kind_of(nodeid: str) -> str | None:
+    """The kind of a ragbench item's node id (``path::kind[label]``), else None."""
     if "::" not in nodeid:
         return None
-    kind = nodeid.rsplit("::", 1)[1].split("[", 1)[0]
-    return groups.get(kind)
+    return nodeid.rsplit("::", 1)[1].split("[", 1)[0]
 
 
-def work_units(nodeids: Sequence[str], groups: dict[str, str], workers: int) -> dict[str, str]:
-    """The work unit of every node id: its library group, or a chunk of the others."""
+def work_units(nodeids: Sequence[str], groups: dict[str, str], workers: int,
+               metric_counts: dict[str, int] | None = None) -> dict[str, str]:
+    """The work unit of every node id: its library group, or a chunk of the others.
+
+    With ``metric_counts`` (kind -> metrics it declares) the other items are chunked kinds
+    with more metrics first: report.html's plots of a kind are drawn as soon as its last
+    item reports (report/plots_ahead.py), and a kind with more metrics has more to draw,
+    so it should not be the one that finishes last.
+    """
     units: dict[str, str] = {}
     others = []
     for nodeid in nodeids:
@@ -72,6 +88,8 @@ def work_units(nodeids: Sequence[str], groups: dict[str, str], workers: int) -> 
             others.append(nodeid)
         else:
             units[nodeid] = GROUP_PREFIX + group
+    if metric_counts:
+        others.sort(key=lambda nodeid: -metric_counts.get(kind_of(nodeid) or "", 0))
     start = chunk = 0
     while start < len(others):
         size = max(1, (len(others) - start) // (4 * max(1, workers)))
@@ -81,9 +99,14 @@ def work_units(nodeids: Sequence[str], groups: dict[str, str], workers: int) -> 
     return units
 
 
-def scheduler(config: pytest.Config, log: Any, groups: dict[str, str]) -> Any:
+def scheduler(config: pytest.Config, log: Any, groups: dict[str, str],
+              metric_counts: dict[str, int] | None = None) -> Any:
     """A ``LoadScopeScheduling`` whose scopes are :func:`work_units`."""
     from xdist.scheduler import LoadScopeScheduling
+
+    from pytest_ragbench.config import get_config
+
+    ahead = max(2, get_config(config).concurrency)  # items kept waiting on each worker
 
     class SharedLibraryScheduling(LoadScopeScheduling):
         units: dict[str, str] | None = None
@@ -105,9 +128,25 @@ def scheduler(config: pytest.Config, log: Any, groups: dict[str, str]) -> Any:
                 self._reschedule(other)
             return crashed
 
+        def _reschedule(self, node: Any) -> None:
+            """Send units until the worker has more than ``ahead`` items waiting.
+
+            xdist sends one when two are left; a worker fetches the answers of the items
+            it has been sent (``system/schedule.py``), so a short queue leaves it asking
+            one at a time what it could have asked ``concurrency`` at a time.
+            """
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            while self.workqueue and self._pending_of(self.assigned_work[node]) <= ahead:
+                self._assign_work_unit(node)
+
         def _split_scope(self, nodeid: str) -> str:
             if self.units is None and self.collection:  # set before scopes are first asked
-                self.units = work_units(self.collection, groups, len(self.nodes))
+                self.units = work_units(self.collection, groups, len(self.nodes),
+                                        metric_counts)
             if self.units is not None and nodeid in self.units:
                 return self.units[nodeid]
             group = group_of(nodeid, groups)
@@ -120,9 +159,11 @@ class WorkerGroups:
     """The controller's plugin providing the scheduler (registered when xdist is present)."""
 
     def __init__(self, kinds: Iterable[ItemKind]) -> None:
+        kinds = list(kinds)
         self.groups = library_groups(kinds)
+        self.metric_counts = {kind.name: len(kind.metrics) for kind in kinds}
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         if config.getoption("dist", None) != "load" or not self.groups:
             return None
-        return scheduler(config, log, self.groups)
+        return scheduler(config, log, self.groups, self.metric_counts)
