@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from pytest_ragbench.config import get_config
 from pytest_ragbench.kinds import ItemKind
 
 GROUP_PREFIX = "ragbench-loads:"
@@ -103,8 +104,6 @@ def scheduler(config: pytest.Config, log: Any, groups: dict[str, str],
               metric_counts: dict[str, int] | None = None) -> Any:
     """A ``LoadScopeScheduling`` whose scopes are :func:`work_units`."""
     from xdist.scheduler import LoadScopeScheduling
-
-    from pytest_ragbench.config import get_config
 
     ahead = max(2, get_config(config).concurrency)  # items kept waiting on each worker
 
