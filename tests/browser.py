@@ -9,10 +9,12 @@ Without a browser the tests skip, or fail when ``RAGBENCH_REQUIRE_BROWSER=1`` (C
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -121,30 +123,52 @@ def browser(chromium: str, timeout: float = 60) -> Iterator[Page]:
     """A headless Chromium with one tab, closed afterwards."""
     from websockets.sync.client import connect
 
-    with tempfile.TemporaryDirectory(prefix="ragbench-chromium-") as profile:
-        process = subprocess.Popen(
-            [chromium, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
-             "--remote-allow-origins=*", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    profile = tempfile.mkdtemp(prefix="ragbench-chromium-")
+    # Its own session, so that the helper processes Chromium forks (which keep writing
+    # to the profile for a moment after the browser exits) are ended with it.
+    process = subprocess.Popen(
+        [chromium, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
+         "--remote-allow-origins=*", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        port = _devtools_port(process, timeout)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list",
+                                    timeout=timeout) as reply:
+            targets = json.loads(reply.read())
+        target = next(t for t in targets if t.get("type") == "page")
+        with connect(target["webSocketDebuggerUrl"], max_size=None,
+                     open_timeout=timeout) as socket:
+            page = Page(socket)
+            page.send("Page.enable")
+            page.send("Runtime.enable")
+            yield page
+    finally:
+        _end_process_group(process)
+        _remove_profile(profile)
+
+
+def _end_process_group(process: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=10)
+    # Whatever is left of the group (the browser, or helpers that outlived it).
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _remove_profile(profile: str) -> None:
+    # A killed helper may still be flushing into the profile; retry briefly.
+    for _ in range(20):
         try:
-            port = _devtools_port(process, timeout)
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list",
-                                        timeout=timeout) as reply:
-                targets = json.loads(reply.read())
-            target = next(t for t in targets if t.get("type") == "page")
-            with connect(target["webSocketDebuggerUrl"], max_size=None,
-                         open_timeout=timeout) as socket:
-                page = Page(socket)
-                page.send("Page.enable")
-                page.send("Runtime.enable")
-                yield page
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            shutil.rmtree(profile)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
+    shutil.rmtree(profile, ignore_errors=True)
 
 
 def _devtools_port(process: subprocess.Popen[str], timeout: float) -> int:
