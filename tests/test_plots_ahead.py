@@ -125,15 +125,14 @@ DRAWN_AHEAD_PLUGIN = '''
 import os
 
 def pytest_configure(config):
-    if hasattr(config, "workerinput"):
-        return
     from pytest_ragbench.report import plots_ahead
     original = plots_ahead.draw
+    lane = config.workerinput["workerid"] if hasattr(config, "workerinput") else "controller"
 
     def recorded(kind, records, settings):
         drawn = original(kind, records, settings)
         with open("drawn_ahead.txt", "a") as handle:
-            handle.write(f"{kind} {len(records)} {len(drawn.html)}\\n")
+            handle.write(f"{kind} {len(records)} {len(drawn.html)} {lane} {os.getpid()}\\n")
         return drawn
 
     plots_ahead.draw = recorded
@@ -150,7 +149,103 @@ def test_an_xdist_session_draws_ahead_and_writes_the_same_page(
                                            "-p", "no:cacheprovider")
     result.assert_outcomes(passed=48)
     drawn = (pytester.path / "drawn_ahead.txt").read_text().split()
-    assert drawn[:2] == ["toy", "48"] and int(drawn[2]) > 1000  # the toy kind's plots
+    # the toy kind's plots, drawn once, by the controller's thread or an idle worker
+    assert len(drawn) == 5 and drawn[:2] == ["toy", "48"] and int(drawn[2]) > 1000
+    assert drawn[3] in ("controller", "gw0", "gw1")
     folder = project.report_dir()
     results = json.loads((folder / "results.json").read_text())
     assert (folder / "report.html").read_text() == html.render(results, [])
+
+
+# -- worker lanes: an xdist worker's process draws, through execnet ---------------------------
+
+BUSY_MAIN_THREAD = """
+import time
+channel.send("busy")
+time.sleep(1.5)
+"""
+
+
+def test_a_worker_lane_draws_what_the_controller_draws() -> None:
+    """Through a real execnet gateway, as xdist makes them (``main_thread_only``).
+
+    Its main thread is first kept busy for longer than execnet waits before refusing
+    another ``remote_exec`` (as when the worker's session is still ending): the lane
+    asks again until the worker is free.
+    """
+    execnet = pytest.importorskip("execnet")
+    config = RagbenchConfig(rootpath=Path("."))
+    records = some_records()
+    gateway = execnet.makegateway("execmodel=main_thread_only//popen")
+    try:
+        busy = gateway.remote_exec(BUSY_MAIN_THREAD)
+        assert busy.receive(timeout=30) == "busy"
+        ahead = PlotsAhead(config, local_lane=False)
+        ahead.expect(r.kind for r in records)
+        ahead.add_worker("gw7", gateway)
+        for item in records:
+            ahead.arrived(item)
+        drawn = ahead.finish()
+    finally:
+        gateway.exit()
+    assert ahead.drawn_by() == {"vector": "gw7", "sql": "gw7"}
+
+    here = PlotsAhead(config)
+    here.expect(r.kind for r in records)
+    for item in records:
+        here.arrived(item)
+    assert here.finish() == drawn  # the same inputs, html and problems
+    assert full_page(records, config, drawn) == full_page(records, config)
+
+
+class BrokenChannel:
+    """A worker's channel that says hello and then loses its connection."""
+
+    def __init__(self) -> None:
+        self.received = 0
+
+    def receive(self, timeout: float | None = None) -> bytes:
+        self.received += 1
+        if self.received == 1:
+            return b"ready"
+        raise EOFError("worker gone")
+
+    def send(self, data: bytes) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class BrokenGateway:
+    def __init__(self) -> None:
+        self.channel = BrokenChannel()
+
+    def remote_exec(self, source: Any) -> BrokenChannel:
+        return self.channel
+
+
+def test_a_worker_lane_that_fails_gives_its_kind_back() -> None:
+    config = RagbenchConfig(rootpath=Path("."))
+    records = some_records()
+    gateway = BrokenGateway()
+    ahead = PlotsAhead(config)
+    ahead.expect(r.kind for r in records)
+    ahead.add_worker("gw3", gateway)
+    for item in records:
+        ahead.arrived(item)
+    drawn = ahead.finish()
+    assert set(drawn) == {"vector", "sql"}
+    assert set(ahead.drawn_by().values()) == {"controller"}
+    assert full_page(records, config, drawn) == full_page(records, config)
+
+
+def test_without_a_lane_left_the_kinds_go_to_the_session_end() -> None:
+    config = RagbenchConfig(rootpath=Path("."))
+    records = some_records()
+    ahead = PlotsAhead(config, local_lane=False)
+    ahead.expect(r.kind for r in records)
+    ahead.add_worker("gw3", BrokenGateway())
+    for item in records:
+        ahead.arrived(item)
+    assert ahead.finish() == {}  # returns: nothing can draw them here

@@ -37,6 +37,7 @@ PHASES = ("setup", "call", "teardown")
 WORKER_INPUT_KEY = "ragbench_run"  # config.workerinput: the run id, journal, resume point
 SIGNAL_OUTPUT_KEY = "ragbench_signal"  # config.workeroutput: the signal a worker received
 T = TypeVar("T")
+OK_EXITS = (int(pytest.ExitCode.OK), int(pytest.ExitCode.TESTS_FAILED))  # a worker's, finished
 
 
 class RagbenchSession:
@@ -189,9 +190,18 @@ class RagbenchSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """Components named on an xdist worker arrive in its ``workeroutput``."""
+        """Components named on an xdist worker arrive in its ``workeroutput``.
+
+        A worker that ran all its items draws plots until the session ends
+        (report/plots_ahead.py).
+        """
         output = getattr(node, "workeroutput", None) or {}
         self.worker_components.update(output.get(components_mod.WORKEROUTPUT_KEY) or {})
+        gateway = getattr(node, "gateway", None)
+        if error is None and output.get("exitstatus") in OK_EXITS and gateway is not None \
+                and self.plots_ahead is not None:
+            self._guard("drawing plots ahead", lambda: self.plots_ahead.add_worker(
+                _worker_id(node) or "worker", gateway))
         if error == "keyboard-interrupt" or output.get("exitstatus") == int(
                 pytest.ExitCode.INTERRUPTED):
             worker = _worker_id(node)
