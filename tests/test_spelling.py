@@ -126,6 +126,30 @@ def test_correction_is_idempotent(speller: VocabularySpeller) -> None:
     assert speller.correct(once) == once
 
 
+def test_corrections_are_cached_and_a_warm_speller_is_never_built(tmp_path: Any) -> None:
+    from pytest_ragbench.system.cache import Caches
+    from pytest_ragbench.system.spelling import CachedSpeller
+
+    docs = four_documents()
+    question = "Whst did teh Celtucs do at the deadlne?"
+    plain = VocabularySpeller.from_documents(docs).correct(question)
+    assert plain != question
+
+    first = CachedSpeller(docs, "corpus-1", Caches.open(tmp_path).corrections)
+    assert first.correct(question) == plain
+    assert first._speller is not None  # built: the cache was empty
+
+    warm = Caches.open(tmp_path)  # another session (or xdist worker) on the same cache
+    second = CachedSpeller(docs, "corpus-1", warm.corrections)
+    assert second.correct(question) == plain
+    assert second._speller is None  # answered from the cache, nothing built
+    assert warm.corrections.stats().hits == 1
+
+    other_corpus = CachedSpeller(docs, "corpus-2", warm.corrections)
+    assert other_corpus.correct(question) == plain
+    assert other_corpus._speller is not None  # another corpus: not taken from corpus-1's
+
+
 # -- the embedded default system ---------------------------------------------------------
 
 

@@ -174,6 +174,57 @@ def test_index_is_persisted_and_reused(tmp_path: Path) -> None:
     assert not third.loaded_from_cache  # another corpus, another index
 
 
+NEVER_SEARCHES = """
+import sys
+from pathlib import Path
+from pytest_ragbench.system.cache import Caches
+from pytest_ragbench.system.embedder import SentenceTransformerEmbedder
+from pytest_ragbench.system.protocols import Document
+from pytest_ragbench.system.retrievers import default_retriever
+
+caches = Caches.open(Path(sys.argv[1]))
+docs = [Document(line.split("\\t")[0], line.split("\\t")[1]) for line in sys.argv[2:]]
+retriever = default_retriever(SentenceTransformerEmbedder(cache=caches.embeddings),
+                              index_dir=caches.index_dir)
+retriever.index(docs)
+before = sorted(m for m in ("faiss", "bm25s", "numba") if m in sys.modules)
+top = retriever.retrieve("Guido Rossum", 1)[0].id
+after = sorted(m for m in ("faiss", "bm25s") if m in sys.modules)
+print(retriever.loaded_from_cache, before, top, after)
+"""
+
+
+def test_a_persisted_index_is_read_at_the_first_search_only(tmp_path: Path) -> None:
+    """A process that indexes but never searches (an xdist worker given only items that
+    answer from given passages) imports neither faiss nor bm25s (numba): 0.5 s of CPU."""
+    import subprocess
+    import sys
+
+    caches = Caches.open(tmp_path)
+    default_retriever(SentenceTransformerEmbedder(cache=caches.embeddings),
+                      index_dir=caches.index_dir).index(DOCS)
+    del caches
+    lines = [f"{d.id}\t{d.text}" for d in DOCS]
+    fresh = subprocess.run([sys.executable, "-c", NEVER_SEARCHES, str(tmp_path), *lines],
+                           capture_output=True, text=True, timeout=300, check=True)
+    assert fresh.stdout.split("\n")[0] == "True [] python ['bm25s', 'faiss']"
+
+
+def test_an_unreadable_persisted_index_is_built_again_at_the_first_search(
+        tmp_path: Path) -> None:
+    caches = Caches.open(tmp_path)
+    embedder = SentenceTransformerEmbedder(cache=caches.embeddings)
+    default_retriever(embedder, index_dir=caches.index_dir).index(DOCS)
+    for path in tmp_path.joinpath("indexes").glob("*.faiss"):
+        path.write_bytes(b"not a faiss index")
+    retriever = default_retriever(embedder, index_dir=caches.index_dir)
+    retriever.index(DOCS)
+    assert retriever.loaded_from_cache  # the files are there: read when first searched
+    assert retriever.retrieve("Guido Rossum", 1)[0].id == "python"
+    assert not retriever.dense.loaded_from_cache and retriever.sparse.loaded_from_cache
+    assert retriever.dense.retrieve("Guido Rossum", 1)[0].id == "python"
+
+
 def test_for_corpus_builds_each_corpus_once(dense: DenseRetriever) -> None:
     other = [Document("x", "Mount Everest is the highest mountain."),
              Document("y", "The Nile is a long river.")]

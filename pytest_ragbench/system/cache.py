@@ -256,24 +256,45 @@ class ResponseCache(_CountingCache):
         self._put_many({key: json.dumps(value, ensure_ascii=False).encode("utf-8")})
 
 
+class CorrectionCache(_CountingCache):
+    """Spelling corrections of texts, keyed by the speller's vocabulary and the text."""
+
+    @staticmethod
+    def key(speller: str, text: str) -> str:
+        """Return the cache key of ``text`` corrected by the speller named ``speller``."""
+        return stable_hash("spelling", speller, text)
+
+    def get(self, speller: str, text: str) -> str | None:
+        """Return the cached correction, or None."""
+        key = self.key(speller, text)
+        raw = self._get_many([key]).get(key)
+        return None if raw is None else raw.decode("utf-8", errors="replace")
+
+    def put(self, speller: str, text: str, corrected: str) -> None:
+        """Store a correction."""
+        self._put_many({self.key(speller, text): corrected.encode("utf-8")})
+
+
 @dataclass(frozen=True)
 class Caches:
-    """The caches of one session: embeddings, model replies and the index folder."""
+    """The caches of one session: embeddings, replies, corrections and the index folder."""
 
     embeddings: EmbeddingCache
     responses: ResponseCache
     index_dir: Path | None
+    corrections: CorrectionCache
 
     @classmethod
     def open(cls, cache_dir: Path | None) -> Caches:
         """Open the caches under ``cache_dir``, or in-memory ones when it is None."""
         if cache_dir is None:
-            return cls(EmbeddingCache(None), ResponseCache(None), None)
+            return cls(EmbeddingCache(None), ResponseCache(None), None, CorrectionCache(None))
         prepare_cache_dir(cache_dir)
         index_dir = cache_dir / "indexes"
         index_dir.mkdir(exist_ok=True)
         return cls(EmbeddingCache(SqliteStore(cache_dir / "embeddings.sqlite3")),
-                   ResponseCache(SqliteStore(cache_dir / "responses.sqlite3")), index_dir)
+                   ResponseCache(SqliteStore(cache_dir / "responses.sqlite3")), index_dir,
+                   CorrectionCache(SqliteStore(cache_dir / "spelling.sqlite3")))
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Return the counters of both caches."""

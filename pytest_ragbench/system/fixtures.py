@@ -353,7 +353,8 @@ def corpus_speller(request: pytest.FixtureRequest, retriever: Any) -> Any:
     """A spelling corrector of the documents ``retriever`` indexed, once per corpus.
 
     None (no correction) when the retriever does not expose its ``documents`` (an
-    overridden retriever), has none, or symspellpy is not installed.
+    overridden retriever), has none, or symspellpy is not installed. Its corrections
+    are cached in ``ragbench_cache`` (:class:`.spelling.CachedSpeller`).
     """
     documents = getattr(retriever, "documents", None)
     if not isinstance(documents, Sequence) or not documents \
@@ -361,12 +362,13 @@ def corpus_speller(request: pytest.FixtureRequest, retriever: Any) -> Any:
         return None
     # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.cache import stable_hash
-    from pytest_ragbench.system.spelling import VocabularySpeller
+    from pytest_ragbench.system.spelling import CachedSpeller
 
     built = request.config.stash.setdefault(_SPELLERS, {})
     key = stable_hash([(getattr(d, "id", ""), getattr(d, "text", str(d))) for d in documents])
     if key not in built:
-        built[key] = VocabularySpeller.from_documents(documents)
+        caches: Caches = request.getfixturevalue("ragbench_cache")
+        built[key] = CachedSpeller(documents, key, caches.corrections)
     return built[key]
 
 

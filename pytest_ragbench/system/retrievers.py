@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,8 @@ class _Indexed:
         self.index_dir = Path(index_dir) if index_dir is not None else None
         self.documents: list[Document] = []
         self.fingerprint = ""
-        self.loaded_from_cache = False
+        self.loaded_from_cache = False  # the index is (or is to be) read from index_dir
+        self._load_lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.documents)
@@ -78,6 +80,24 @@ class _Indexed:
 
     def _ready(self) -> bool:
         return False
+
+    def _loaded(self) -> bool:
+        return True
+
+    def _load(self) -> None:
+        pass
+
+    def _ensure_loaded(self) -> None:
+        """Read a persisted index at the first search, not when indexing.
+
+        A process that never searches (an xdist worker given only items that answer from
+        given passages) then never imports faiss or bm25s (numba) nor reads the index.
+        """
+        if self._loaded():
+            return
+        with self._load_lock:
+            if not self._loaded():
+                self._load()
 
     def for_corpus(self, documents: Sequence[Document]) -> Any:
         """Return a retriever like this one indexed on ``documents``, built once per corpus.
@@ -175,32 +195,57 @@ class DenseRetriever(_Indexed):
         return {"model": self.embedder.model_id, "type": self.index_type, "m": self.hnsw_m}
 
     def index(self, documents: Sequence[Document]) -> None:
-        """Index the documents (or load the persisted index of the same corpus)."""
-        import faiss
-
+        """Index the documents; a persisted index of the same corpus is read when first searched."""
         if not self._set_documents(documents):
             return
         self._index, self.loaded_from_cache = None, False
         if not self.documents:
             return
-        path = self.index_dir / f"{self.fingerprint}.faiss" if self.index_dir else None
         with self._build_lock():
-            if path is not None and path.is_file():
-                with contextlib.suppress(RuntimeError):
-                    index = faiss.read_index(str(path))
-                    if index.ntotal == len(self.documents):
-                        self._index, self.loaded_from_cache = index, True
-            if self._index is None:
-                vectors = self.embedder.embed([search_text(d) for d in self.documents])
-                self._index = self._new_index(vectors.shape[1])
-                self._index.add(vectors)
-                if path is not None:
-                    _atomic_write(path, lambda tmp: faiss.write_index(self._index, tmp))
+            if self._persisted() is None:
+                self._build()
+        if self._index is None:
+            self.loaded_from_cache = True  # read at the first search (_ensure_loaded)
+
+    def _persisted(self) -> Path | None:
+        path = self.index_dir / f"{self.fingerprint}.faiss" if self.index_dir else None
+        return path if path is not None and path.is_file() else None
+
+    def _load(self) -> None:
+        import faiss
+
+        path = self._persisted()
+        if path is not None:
+            with contextlib.suppress(RuntimeError):
+                index = faiss.read_index(str(path))
+                if index.ntotal == len(self.documents):
+                    self._index = index
+        if self._index is None:  # unreadable or of another size: built again
+            with self._build_lock():
+                self._build()
+            self.loaded_from_cache = False
+        self._tune()
+
+    def _build(self) -> None:
+        import faiss
+
+        vectors = self.embedder.embed([search_text(d) for d in self.documents])
+        self._index = self._new_index(vectors.shape[1])
+        self._index.add(vectors)
+        if self.index_dir is not None:
+            path = self.index_dir / f"{self.fingerprint}.faiss"
+            _atomic_write(path, lambda tmp: faiss.write_index(self._index, tmp))
+        self._tune()
+
+    def _tune(self) -> None:
         if self.index_type == "hnsw":
             self._index.hnsw.efSearch = self.ef_search
 
     def _ready(self) -> bool:
-        return self._index is not None or not self.documents
+        return self._index is not None or self.loaded_from_cache or not self.documents
+
+    def _loaded(self) -> bool:
+        return self._index is not None
 
     def _spawn(self) -> DenseRetriever:
         return DenseRetriever(self.embedder, index_type=self.index_type, hnsw_m=self.hnsw_m,
@@ -219,6 +264,7 @@ class DenseRetriever(_Indexed):
                 allowed: np.ndarray | None) -> list[list[tuple[int, float]]]:
         import faiss
 
+        self._ensure_loaded()
         vectors = self.embedder.embed(queries)
         if allowed is not None and self.index_type == "hnsw":
             return self._exact_subset(vectors, top_k, allowed)
@@ -273,30 +319,50 @@ class BM25Retriever(_Indexed):
         return tokens
 
     def index(self, documents: Sequence[Document]) -> None:
-        """Index the documents (or load the persisted index of the same corpus)."""
-        import bm25s
-
+        """Index the documents; a persisted index of the same corpus is read when first searched."""
         if not self._set_documents(documents):
             return
         self._bm25, self.loaded_from_cache = None, False
         if not self.documents:
             return
-        folder = self.index_dir / f"{self.fingerprint}.bm25" if self.index_dir else None
         with self._build_lock():
-            if folder is not None and (folder / "params.index.json").is_file():
-                with contextlib.suppress(OSError, ValueError, KeyError):
-                    self._bm25 = bm25s.BM25.load(str(folder), show_progress=False)
-                    self.loaded_from_cache = True
-            if self._bm25 is None:
-                self._bm25 = bm25s.BM25(k1=self.k1, b=self.b)
-                self._bm25.index(self._tokenize([search_text(d) for d in self.documents]),
-                                 show_progress=False)
-                if folder is not None:
-                    _atomic_write_dir(folder, lambda tmp: self._bm25.save(tmp,
-                                                                          show_progress=False))
+            if self._persisted() is None:
+                self._build()
+        if self._bm25 is None:
+            self.loaded_from_cache = True  # read at the first search (_ensure_loaded)
+
+    def _persisted(self) -> Path | None:
+        folder = self.index_dir / f"{self.fingerprint}.bm25" if self.index_dir else None
+        return folder if folder is not None and (folder / "params.index.json").is_file() \
+            else None
+
+    def _load(self) -> None:
+        import bm25s
+
+        folder = self._persisted()
+        if folder is not None:
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                self._bm25 = bm25s.BM25.load(str(folder), show_progress=False)
+        if self._bm25 is None:  # unreadable: built again
+            with self._build_lock():
+                self._build()
+            self.loaded_from_cache = False
+
+    def _build(self) -> None:
+        import bm25s
+
+        self._bm25 = bm25s.BM25(k1=self.k1, b=self.b)
+        self._bm25.index(self._tokenize([search_text(d) for d in self.documents]),
+                         show_progress=False)
+        if self.index_dir is not None:
+            folder = self.index_dir / f"{self.fingerprint}.bm25"
+            _atomic_write_dir(folder, lambda tmp: self._bm25.save(tmp, show_progress=False))
 
     def _ready(self) -> bool:
-        return self._bm25 is not None or not self.documents
+        return self._bm25 is not None or self.loaded_from_cache or not self.documents
+
+    def _loaded(self) -> bool:
+        return self._bm25 is not None
 
     def _spawn(self) -> BM25Retriever:
         return BM25Retriever(k1=self.k1, b=self.b, stopwords=self.stopwords,
@@ -304,6 +370,7 @@ class BM25Retriever(_Indexed):
 
     def _search(self, queries: list[str], top_k: int,
                 allowed: np.ndarray | None) -> list[list[tuple[int, float]]]:
+        self._ensure_loaded()
         n = len(self.documents)
         k = min(top_k, n if allowed is None else int(allowed.size))
         mask = None

@@ -232,6 +232,52 @@ def typing_distance(typed: str, word: str) -> float:
     return table[-1][-1]
 
 
+# Part of every cached correction's key: change it when a correction could come out
+# differently (the algorithm or its constants), so that no older correction is reused.
+CORRECTION_VERSION = 1
+
+
+class CachedSpeller:
+    """A :class:`VocabularySpeller` of ``documents`` whose corrections are cached.
+
+    Corrections are kept in ``cache`` (a :class:`~.cache.CorrectionCache`, persistent
+    in the cache directory) under the corpus, the speller's settings, symspellpy's
+    version and the text. The speller itself, its vocabulary and its SymSpell index
+    (about 0.8 s of CPU together) are built only when a text is not in the cache, so a
+    warm session, and each of its xdist workers, never builds them.
+    """
+
+    def __init__(self, documents: Sequence[Any], corpus_key: str, cache: Any) -> None:
+        from importlib.metadata import version
+
+        self.documents = documents
+        self.cache = cache
+        self.key = f"{corpus_key}:{CORRECTION_VERSION}:{ENGLISH_MIN_COUNT}:" \
+                   f"{MAX_EDITS}:{MAX_CANDIDATES}:symspellpy {version('symspellpy')}"
+        self._speller: VocabularySpeller | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"CachedSpeller({len(self.documents)} documents)"
+
+    @property
+    def speller(self) -> VocabularySpeller:
+        """The speller of the documents, built when first needed."""
+        with self._lock:
+            if self._speller is None:
+                self._speller = VocabularySpeller.from_documents(self.documents)
+            return self._speller
+
+    def correct(self, text: str) -> str:
+        """Return ``text`` with every unknown word replaced by its correction, if any."""
+        cached = self.cache.get(self.key, text)
+        if cached is not None:
+            return str(cached)
+        corrected = self.speller.correct(text)
+        self.cache.put(self.key, text, corrected)
+        return corrected
+
+
 @functools.cache
 def english_words(min_count: int = ENGLISH_MIN_COUNT) -> dict[str, int]:
     """The words of symspellpy's English frequency list counted at least ``min_count`` times."""
