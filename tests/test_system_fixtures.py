@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -58,7 +59,10 @@ def test_the_fixtures_module_imports_nothing_heavy() -> None:
 
 def test_default_fixtures_in_a_session(pytester: pytest.Pytester,
                                        server: LoopbackServer) -> None:
-    pytest.importorskip("sentence_transformers", reason="needs the extra 'embed'")
+    # find_spec, not importorskip: torch imported here would be forgotten when pytester
+    # restores sys.modules, and a later import of it in this process fails ("bad call flags")
+    if importlib.util.find_spec("sentence_transformers") is None:
+        pytest.skip("needs the extra 'embed'")
     make_corpus(pytester)
     pytester.makeini(INI)
     pytester.makepyfile(test_defaults="""
