@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.records import ItemRecord
 from pytest_ragbench.report import document, html, plots
 from pytest_ragbench.report.plots_ahead import PlotsAhead
+from tests.conftest import REPO_ROOT
 from tests.test_report_render_properties import record_sets
 from tests.toy_project import make_toy_project
 
@@ -176,7 +178,8 @@ def test_a_worker_lane_draws_what_the_controller_draws() -> None:
     execnet = pytest.importorskip("execnet")
     config = RagbenchConfig(rootpath=Path("."))
     records = some_records()
-    gateway = execnet.makegateway("execmodel=main_thread_only//popen")
+    gateway = execnet.makegateway(  # this interpreter, in the repository (not a test's cwd)
+        f"execmodel=main_thread_only//popen//python={sys.executable}//chdir={REPO_ROOT}")
     try:
         busy = gateway.remote_exec(BUSY_MAIN_THREAD)
         assert busy.receive(timeout=30) == "busy"
@@ -188,7 +191,7 @@ def test_a_worker_lane_draws_what_the_controller_draws() -> None:
         drawn = ahead.finish()
     finally:
         gateway.exit()
-    assert ahead.drawn_by() == {"vector": "gw7", "sql": "gw7"}
+    assert ahead.drawn_by() == {"vector": "gw7", "sql": "gw7"}, ahead.lane_failures
 
     here = PlotsAhead(config)
     here.expect(r.kind for r in records)

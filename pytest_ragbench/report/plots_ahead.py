@@ -33,7 +33,7 @@ import pickle
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pytest_ragbench.config import RagbenchConfig
@@ -59,6 +59,7 @@ class PlotsAhead:
         self._changed = threading.Condition()
         self._lanes: list[threading.Thread] = []
         self._lane_names: list[str] = []
+        self.lane_failures: list[str] = []  # "lane: why" of each lane that stopped early
 
     def expect(self, kinds: Iterable[str]) -> None:
         """The kind of every selected item (one entry per item)."""
@@ -82,7 +83,8 @@ class PlotsAhead:
     def add_worker(self, name: str, gateway: Any) -> None:
         """An xdist worker that has run all its items becomes a lane (its execnet gateway)."""
         if not self._closed:
-            self._start_lane(name, _WorkerLane(gateway, self.settings))
+            self._start_lane(name, _WorkerLane(gateway, self.settings,
+                                               stopped=lambda: self._closed))
 
     def finish(self) -> dict[str, Any]:
         """The kinds drawn (``html.DrawnPlots`` by kind), once every waiting kind is drawn.
@@ -131,13 +133,15 @@ class PlotsAhead:
             while (kind := self._take()) is not None:
                 try:
                     drawn = lane.draw(kind, list(self._records[kind].values()))
-                except LaneFailed:
+                except LaneFailed as exc:
+                    self.lane_failures.append(f"{name}: {exc}")
                     self._give_back(kind)
                     return
                 except Exception:  # left to the session end, which reports it
                     drawn = None
                 self._done(kind, name, drawn)
-        except LaneFailed:
+        except LaneFailed as exc:
+            self.lane_failures.append(f"{name}: {exc}")
             return
         finally:
             lane.close()
@@ -191,9 +195,11 @@ class _LocalLane:
 class _WorkerLane:
     """Sends kinds to :func:`serve` on an xdist worker and returns what it drew."""
 
-    def __init__(self, gateway: Any, settings: RagbenchConfig) -> None:
+    def __init__(self, gateway: Any, settings: RagbenchConfig,
+                 stopped: Callable[[], bool] = lambda: False) -> None:
         self.gateway = gateway
         self.settings = settings
+        self.stopped = stopped  # the session no longer waits for drawings
         self.channel: Any = None
 
     def open(self) -> None:
@@ -210,7 +216,8 @@ class _WorkerLane:
                 self.channel.receive(timeout=LANE_TIMEOUT_S)  # serve's hello
                 return
             except Exception as exc:
-                if "deadlock" not in str(exc) or time.monotonic() > deadline:
+                if "deadlock" not in str(exc) or time.monotonic() > deadline \
+                        or self.stopped():
                     raise LaneFailed(str(exc)) from exc
                 time.sleep(0.1)
 
