@@ -29,6 +29,8 @@ font cache is not safe to use from two threads at once.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import pickle
 import threading
 import time
@@ -83,7 +85,7 @@ class PlotsAhead:
     def add_worker(self, name: str, gateway: Any) -> None:
         """An xdist worker that has run all its items becomes a lane (its execnet gateway)."""
         if not self._closed:
-            self._start_lane(name, _WorkerLane(gateway, self.settings,
+            self._start_lane(name, _WorkerLane(gateway, self.settings, serve_source(),
                                                stopped=lambda: self._closed))
 
     def finish(self) -> dict[str, Any]:
@@ -195,10 +197,11 @@ class _LocalLane:
 class _WorkerLane:
     """Sends kinds to :func:`serve` on an xdist worker and returns what it drew."""
 
-    def __init__(self, gateway: Any, settings: RagbenchConfig,
+    def __init__(self, gateway: Any, settings: RagbenchConfig, source: str,
                  stopped: Callable[[], bool] = lambda: False) -> None:
         self.gateway = gateway
         self.settings = settings
+        self.source = source  # serve_source()
         self.stopped = stopped  # the session no longer waits for drawings
         self.channel: Any = None
 
@@ -212,7 +215,7 @@ class _WorkerLane:
         deadline = time.monotonic() + LANE_TIMEOUT_S
         while True:
             try:
-                self.channel = self.gateway.remote_exec(serve)
+                self.channel = self.gateway.remote_exec(self.source)
                 self.channel.receive(timeout=LANE_TIMEOUT_S)  # serve's hello
                 return
             except Exception as exc:
@@ -240,10 +243,22 @@ class _WorkerLane:
                 self.channel.close()
 
 
-def serve(channel):  # execnet refuses names that are not builtins, annotations too
+@functools.cache
+def serve_source() -> str:
+    """The source that runs :func:`serve` on a worker, for ``gateway.remote_exec``.
+
+    A string, not the function: given a function, execnet checks its names with
+    ``ast.parse`` in the calling thread, and on Python 3.11 an ``ast.parse`` in a lane
+    thread at the same time as one in the main thread (pytest formatting a traceback)
+    fails with "AST constructor recursion depth mismatch". Built in the main thread.
+    """
+    return f"{inspect.getsource(serve)}\nserve(channel)\n"
+
+
+def serve(channel):  # unannotated: its source runs alone on the worker
     """A worker lane: draw each kind sent, answer ``(ok, html.DrawnPlots or error)``.
 
-    Sent to the worker as source by ``gateway.remote_exec``, so it imports what it uses
+    Sent to the worker as source (:func:`serve_source`), so it imports what it uses
     and names nothing of this module (its annotations included).
     The pickles come from the controller of the same session (never from case files).
     """
