@@ -81,6 +81,30 @@ class _Indexed:
     def _ready(self) -> bool:
         return False
 
+    def index(self, documents: Sequence[Document]) -> None:
+        """Index the documents; a persisted index of the same corpus is read when first searched."""
+        if not self._set_documents(documents):
+            return
+        self._forget()
+        self.loaded_from_cache = False
+        if not self.documents:
+            return
+        with self._build_lock():
+            if self._persisted() is None:
+                self._build()
+        if not self._loaded():
+            self.loaded_from_cache = True  # read at the first search (_ensure_loaded)
+
+    def _forget(self) -> None:
+        """Drop the index of an earlier corpus."""
+
+    def _persisted(self) -> Path | None:
+        """The index of this corpus in ``index_dir``, if one was written."""
+        return None
+
+    def _build(self) -> None:
+        raise NotImplementedError
+
     def _loaded(self) -> bool:
         return True
 
@@ -194,18 +218,8 @@ class DenseRetriever(_Indexed):
     def _params(self) -> dict[str, Any]:
         return {"model": self.embedder.model_id, "type": self.index_type, "m": self.hnsw_m}
 
-    def index(self, documents: Sequence[Document]) -> None:
-        """Index the documents; a persisted index of the same corpus is read when first searched."""
-        if not self._set_documents(documents):
-            return
-        self._index, self.loaded_from_cache = None, False
-        if not self.documents:
-            return
-        with self._build_lock():
-            if self._persisted() is None:
-                self._build()
-        if self._index is None:
-            self.loaded_from_cache = True  # read at the first search (_ensure_loaded)
+    def _forget(self) -> None:
+        self._index = None
 
     def _persisted(self) -> Path | None:
         path = self.index_dir / f"{self.fingerprint}.faiss" if self.index_dir else None
@@ -318,18 +332,8 @@ class BM25Retriever(_Indexed):
                                                  return_ids=False, show_progress=False)
         return tokens
 
-    def index(self, documents: Sequence[Document]) -> None:
-        """Index the documents; a persisted index of the same corpus is read when first searched."""
-        if not self._set_documents(documents):
-            return
-        self._bm25, self.loaded_from_cache = None, False
-        if not self.documents:
-            return
-        with self._build_lock():
-            if self._persisted() is None:
-                self._build()
-        if self._bm25 is None:
-            self.loaded_from_cache = True  # read at the first search (_ensure_loaded)
+    def _forget(self) -> None:
+        self._bm25 = None
 
     def _persisted(self) -> Path | None:
         folder = self.index_dir / f"{self.fingerprint}.bm25" if self.index_dir else None
