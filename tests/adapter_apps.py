@@ -195,3 +195,34 @@ def haystack_pipeline(retriever: Any, log: str | Path | None = None, top_k: int 
     pipeline.connect("retriever.documents", "prompt_builder.documents")
     pipeline.connect("prompt_builder.prompt", "llm.messages")
     return pipeline
+
+
+# -- the comparison of tests/test_adapters_runs.py and benchmarks/bench_adapters.py --------------
+# A project's conftest.py registering the direct system and the three apps over the built-in
+# dense retriever; "default" is the service of --ragbench-system-url (tests/rag_service.py).
+
+SYSTEMS_CONFTEST = '''
+from apps import DirectSystem, haystack_pipeline, langchain_chain, llama_index_engine
+from pytest_ragbench.adapters import haystack, langchain, llama_index
+from pytest_ragbench.system.fixtures import builtin_retriever
+
+
+def dense(request):
+    return builtin_retriever(request, "dense")  # MiniLM + FAISS over ragbench_corpus
+
+
+def pytest_ragbench_systems(config):
+    return {
+        "direct": lambda request: DirectSystem(dense(request)),
+        "langchain": lambda request: langchain.system(langchain_chain(dense(request))),
+        "llama_index": lambda request: llama_index.system(
+            llama_index_engine(dense(request), chat=True)),
+        "haystack": lambda request: haystack.system(haystack_pipeline(dense(request))),
+    }
+'''
+SERVICE_INI = """
+ragbench_system_request = {"query": "{question}", "chat_history": "{history}"}
+ragbench_system_answer = reply
+ragbench_system_contexts = sources[*].{id: doc_id, text: chunk, score: relevance, source: file}
+"""
+COMPARED = ("direct", "langchain", "llama_index", "haystack", "default")

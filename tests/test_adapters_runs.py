@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.adapter_apps import COMPARED as NAMES
+from tests.adapter_apps import SERVICE_INI, SYSTEMS_CONFTEST
 from tests.helpers import four_documents
 from tests.project import RagbenchProject
 from tests.rag_service import serve
@@ -112,31 +114,6 @@ def test_one_line_in_conftest_gives_a_green_run(pytester: pytest.Pytester, adapt
 
 # -- the bundled vector cases: direct, through each adapter, by URL -----------------------------
 
-SYSTEMS_CONFTEST = '''
-from apps import DirectSystem, haystack_pipeline, langchain_chain, llama_index_engine
-from pytest_ragbench.adapters import haystack, langchain, llama_index
-from pytest_ragbench.system.fixtures import builtin_retriever
-
-
-def dense(request):
-    return builtin_retriever(request, "dense")  # MiniLM + FAISS over ragbench_corpus
-
-
-def pytest_ragbench_systems(config):
-    return {
-        "direct": lambda request: DirectSystem(dense(request)),
-        "langchain": lambda request: langchain.system(langchain_chain(dense(request))),
-        "llama_index": lambda request: llama_index.system(
-            llama_index_engine(dense(request), chat=True)),
-        "haystack": lambda request: haystack.system(haystack_pipeline(dense(request))),
-    }
-'''
-SERVICE_INI = """
-ragbench_system_request = {"query": "{question}", "chat_history": "{history}"}
-ragbench_system_answer = reply
-ragbench_system_contexts = sources[*].{id: doc_id, text: chunk, score: relevance, source: file}
-"""
-NAMES = ("direct", "langchain", "llama_index", "haystack", "default")
 
 
 def compare(items: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
