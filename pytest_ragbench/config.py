@@ -76,6 +76,7 @@ class RagbenchConfig:
     setting_files: dict[str, str] = field(default_factory=dict)
     # -- interrupted runs (issue 17) --
     resume: bool = False  # --ragbench-resume
+    system_url: str | None = None  # a RAG service evaluated over HTTP
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -123,6 +124,7 @@ class RagbenchConfig:
             "judge_samples": self.judge_samples,
             "judge_temperature": self.judge_temperature,
             "inconclusive": self.inconclusive,
+            "system_url": mask_url(self.system_url),
         }
 
 
@@ -340,6 +342,7 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         **_judging(config),
         setting_files=settings["files"],
         resume=bool(options.value(config, "ragbench_resume")),
+        system_url=options.value(config, "ragbench_system_url") or None,
     )
 
 

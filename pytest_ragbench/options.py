@@ -97,6 +97,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--ragbench-metrics", "list the metrics each kind records (range, direction, "
            "definition, default threshold) and exit", type="bool", default=False,
            action="store_true", ini=False),
+    # A RAG service as a black box (README "Evaluating your own RAG system")
+    Option("--ragbench-system-url", "evaluate the RAG service at this URL: one POST a question "
+           "(ini ragbench_system_request, ragbench_system_answer, ragbench_system_contexts, "
+           "ragbench_system_headers)"),
     # -- interrupted runs (issue 17) --
     Option("--ragbench-resume", "continue the newest interrupted run of the report directory: "
            "its finished items are kept and not run again, the report covers the whole run",
@@ -117,6 +121,15 @@ INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
     # -- bounds on outside calls (issue 17) --
     ("ragbench_sql_timeout", "seconds one SQL statement (and connecting) may take before it "
      "is stopped and its item fails (default 30)", "string", "30"),
+    # -- the RAG service of --ragbench-system-url --
+    ("ragbench_system_request", 'its JSON request body, with "{question}" and "{history}" '
+     '(default {"question": "{question}", "history": "{history}"})', "string", ""),
+    ("ragbench_system_answer", "JMESPath to the answer text in its reply (default answer)",
+     "string", ""),
+    ("ragbench_system_contexts", "JMESPath to its contexts (objects with id, text, score, "
+     "source, metadata; default contexts)", "string", ""),
+    ("ragbench_system_headers", "request headers as 'Name = ENV_VAR' lines (values from the "
+     "environment, never written anywhere)", "linelist", []),
 )
 
 

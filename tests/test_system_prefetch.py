@@ -237,3 +237,27 @@ def test_extractive_answers_without_a_generator(retriever: CountingBM25) -> None
     assert system.answer("zzz qqq").text == NO_ANSWER  # nothing retrieved: it declines
     assert asyncio.run(system.aanswer("Who created Python?")).text.startswith("Python was created")
     assert extractive_answer("anything", []) == NO_ANSWER
+
+
+def test_a_system_is_given_prior_turns_as_plain_role_content_dicts(tmp_path: Any) -> None:
+    """Case turns (Turn objects) reach a system as the dicts the README documents."""
+    from pytest_ragbench.cases.model import Turn
+    from pytest_ragbench.config import RagbenchConfig
+    from pytest_ragbench.kinds import RunContext
+
+    seen: list[Any] = []
+
+    class Recording:
+        def answer(self, question: str, history: Any = None) -> Answer:
+            seen.append([(turn.get("role"), turn.get("content")) for turn in history or ()])
+            return Answer("ok")
+
+    turns = (Turn(role="user", content="Who won?"), Turn(role="assistant", content="Denver."))
+    expected = [("user", "Who won?"), ("assistant", "Denver.")]
+    answer_many(Recording(), ["And then?"], [list(turns)])  # prefetched
+    context = RunContext(RagbenchConfig(rootpath=tmp_path), {"ragbench_system": Recording()}, {})
+    context.answer("And then?", turns)  # asked directly
+    context.answer("First question?")
+    assert seen == [expected, expected, []]
+    assert AnswerRequest("q", turns) == AnswerRequest("q", tuple(dict(m) for m in (
+        {"role": "user", "content": "Who won?"}, {"role": "assistant", "content": "Denver."})))

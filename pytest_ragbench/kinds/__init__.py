@@ -509,7 +509,7 @@ class RunContext:
             answer, seconds = prefetch.answer(self.nodeid, system, request), None
         else:
             start = time.perf_counter()
-            answer = system.answer(question, list(history) or None)
+            answer = system.answer(question, list(request.history) or None)
             seconds = time.perf_counter() - start
         if seconds is not None:
             self.service_s.append(seconds)

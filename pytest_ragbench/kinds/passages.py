@@ -25,7 +25,7 @@ from pytest_ragbench.kinds import RunContext
 from pytest_ragbench.system.checks import require
 from pytest_ragbench.system.components import set_component
 from pytest_ragbench.system.fixtures import describe
-from pytest_ragbench.system.protocols import Answer, Context
+from pytest_ragbench.system.protocols import Answer, Context, as_messages
 
 ROLE = "passage answers"
 
@@ -93,7 +93,7 @@ def call_answer_from(system: Any, question: str, contexts: Sequence[Context],
     """``system.answer_from``, timed; a plain string reply becomes an :class:`Answer`."""
     started = time.perf_counter()
     if history:
-        reply = system.answer_from(question, list(contexts), list(history))
+        reply = system.answer_from(question, list(contexts), as_messages(history))
     else:
         reply = system.answer_from(question, list(contexts))
     elapsed = time.perf_counter() - started

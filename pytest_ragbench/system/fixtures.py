@@ -317,15 +317,19 @@ def ragbench_judge(request: pytest.FixtureRequest, ragbench_config: RagbenchConf
 
 
 @pytest.fixture(scope="session")
-def ragbench_system(request: pytest.FixtureRequest, ragbench_retriever: Retriever) -> System:
+def ragbench_system(request: pytest.FixtureRequest) -> System:
     """The embedded system: ``ragbench_retriever`` + ``ragbench_llm``, or extractive answers.
 
     ``describe()`` names the generator, or says that answers are extracted and why.
+    With ``--ragbench-system-url``, the HTTP service there instead (nothing is indexed).
     """
+    if get_config(request.config).system_url:
+        return service_system(request)
     # lazy: kept out of a plain pytest run
     from pytest_ragbench.system.checks import require
     from pytest_ragbench.system.default_system import EmbeddedSystem
 
+    ragbench_retriever: Retriever = request.getfixturevalue("ragbench_retriever")
     require(request, "ragbench_retriever", ragbench_retriever)
     index_user_retriever(request, ragbench_retriever)
     generator, reason = _generator(request)
@@ -334,6 +338,26 @@ def ragbench_system(request: pytest.FixtureRequest, ragbench_retriever: Retrieve
     system = EmbeddedSystem(ragbench_retriever, generator, no_generator_reason=reason,
                             speller=corpus_speller(request, ragbench_retriever),
                             max_tokens=_max_tokens(request))
+    _record(request, "system", system)
+    return system
+
+
+def service_system(request: pytest.FixtureRequest) -> System:
+    """The RAG service of ``--ragbench-system-url``, closed at the end of the session."""
+    # lazy: loads httpx and jmespath
+    from pytest_ragbench.adapters.http_service import HttpServiceSystem, ServiceSpec
+
+    config, settings = request.config, get_config(request.config)
+    assert settings.system_url is not None
+    spec = ServiceSpec.read(settings.system_url,
+                            request=config.getini("ragbench_system_request"),
+                            answer=config.getini("ragbench_system_answer"),
+                            contexts=config.getini("ragbench_system_contexts"),
+                            headers=config.getini("ragbench_system_headers"))
+    system = HttpServiceSystem(spec, timeout_s=settings.timeout_s, max_retries=settings.retries,
+                               concurrency=settings.concurrency,
+                               loop=request.getfixturevalue("ragbench_loop"))
+    request.addfinalizer(system.close)
     _record(request, "system", system)
     return system
 

@@ -153,10 +153,16 @@ class Answer:
 
 @dataclass(frozen=True)
 class AnswerRequest:
-    """A question an item will ask the system, with prior turns if any (for prefetching)."""
+    """A question an item will ask the system, with prior turns if any (for prefetching).
+
+    The turns are kept as the plain ``{"role", "content"}`` dicts a system is given.
+    """
 
     question: str
     history: tuple[Any, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "history", tuple(as_messages(self.history)))
 
 
 @runtime_checkable
@@ -258,7 +264,11 @@ class PassageSystem(System, Protocol):
 
 
 def as_messages(history: Sequence[Any] | None) -> list[dict[str, str]]:
-    """Normalise prior turns (mappings or objects with ``role``/``content``) to messages."""
+    """Normalise prior turns (mappings or objects with ``role``/``content``) to messages.
+
+    This is the ``history`` every system, retriever and generator of the user is given:
+    ``[{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]``.
+    """
     messages = []
     for turn in history or ():
         if isinstance(turn, Mapping):
