@@ -204,8 +204,9 @@ class LoopbackServer:
         elif fault in ("500", "401"):
             await _send(writer, int(fault), {"error": {"message": f"scripted {fault}"}})
         elif fault == "echo":
-            await _send(writer, 401, {"error": {"message": "unauthorized request",
-                                                "request_headers": headers}})
+            await _send(writer, 401, {"error": {
+                "message": "invalid credentials", "authorization": headers.get("authorization"),
+                "request_headers": headers}})
         elif fault == "malformed":
             await _send_raw(writer, 200, b'{"choices": [{"message": {"content": "trunc')
         elif "response_format" in body and _format(body) not in self.formats:
