@@ -75,8 +75,10 @@ _HEADERS = re.compile(
     r"|(?P<basic>\bbasic\s+)(?P<b64>[A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])",
     re.IGNORECASE)
 # name=value with a credential name: ?key=, &api_key=, access_token=, password='x'
-_NAME_ENDINGS = ("key", "token", "secret", "password", "passwd", "pwd", "auth",
-                 "authorization", "credential", "credentials", "signature", "sig")
+# The last three letters of each credential name (key, token, secret, password, passwd,
+# pwd, auth, authorization, credential(s), signature, sig): a set lookup before the regex.
+_NAME_ENDINGS = frozenset({"key", "ken", "ret", "ord", "swd", "pwd", "uth", "ion", "ial",
+                           "als", "ure", "sig"})
 _ASSIGNMENT = re.compile(
     rf"(?P<name>(?<![\w.\-]){_CREDENTIAL_NAME})=(?P<quote>[\"']?)(?P<value>[^&#\s\"'<>,;]+)",
     re.IGNORECASE)
@@ -216,7 +218,7 @@ def _names_a_credential(lower: str) -> bool:
     """True when an "=" in the (lower-cased) text follows a credential name."""
     at = lower.find("=")
     while at >= 0:
-        if lower[max(0, at - 14):at].endswith(_NAME_ENDINGS):
+        if lower[at - 3:at] in _NAME_ENDINGS:
             return True
         at = lower.find("=", at + 1)
     return False
@@ -243,8 +245,14 @@ def _scrub_value(value: Any) -> Any:
     if kind is dict:
         return _scrub_dict(value, ())
     if kind is list or kind is tuple:
-        items = [_scrub_value(item) for item in value]
-        if all(new is old for new, old in zip(items, value, strict=True)):
+        items: list[Any] | None = None
+        for index, item in enumerate(value):
+            new = _scrub_value(item)
+            if new is not item:
+                if items is None:
+                    items = list(value)
+                items[index] = new
+        if items is None:
             return value
         return items if kind is list else tuple(items)
     return value
@@ -259,10 +267,10 @@ def _scrub_dict(value: dict[Any, Any], kept: Iterable[str]) -> dict[Any, Any]:
             if key in kept:
                 continue
             new = MASK if item and _is_credential_key(key) else scrub(item)
-        elif kind is dict or kind is list or kind is tuple:
+        elif (kind is dict or kind is list or kind is tuple) and item:
             new = _scrub_value(item)
         else:
-            continue  # numbers, booleans, None
+            continue  # numbers, booleans, None, empty containers
         if new is not item:
             if changed is None:
                 changed = dict(value)
