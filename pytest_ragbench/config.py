@@ -12,6 +12,7 @@ import pytest
 from pytest_ragbench import options
 from pytest_ragbench.errors import ConfigError, did_you_mean
 from pytest_ragbench.ragcsv_env import env_setting, ragcsv_env_files
+from pytest_ragbench.redact import mask_url, scrub_data
 
 PERTURBATION_KINDS = ("typos", "drop", "double", "case", "whitespace", "punctuation",
                       "filler", "synonyms", "injection")
@@ -87,9 +88,15 @@ class RagbenchConfig:
             return self.dbs[name]
         return self.db_url
 
+    def urls(self) -> list[str]:
+        """Every URL of the settings: the credentials they carry are secrets (redact.py)."""
+        found = [self.db_url, *self.dbs.values(), self.llm_url, self.judge_url, self.qdrant_url,
+                 self.system_url]
+        return [url for url in found if url]
+
     def public_dict(self) -> dict[str, Any]:
-        """Return a JSON-safe view for reports (URLs with credentials are masked)."""
-        return {
+        """Return a JSON-safe view for reports (URLs with credentials and secrets masked)."""
+        return scrub_data({
             "evaluate": self.evaluate,
             "case_paths": [str(p) for p in self.case_paths],
             "db_url": mask_url(self.db_url),
@@ -125,7 +132,7 @@ class RagbenchConfig:
             "judge_temperature": self.judge_temperature,
             "inconclusive": self.inconclusive,
             "system_url": mask_url(self.system_url),
-        }
+        })
 
 
 CONFIG_KEY = pytest.StashKey[RagbenchConfig]()
@@ -134,16 +141,6 @@ CONFIG_KEY = pytest.StashKey[RagbenchConfig]()
 def get_config(config: pytest.Config) -> RagbenchConfig:
     """The session's :class:`RagbenchConfig`."""
     return config.stash[CONFIG_KEY]
-
-
-def mask_url(url: str | None) -> str | None:
-    """Hide a password embedded in a URL (``scheme://user:***@host``)."""
-    if not url or "@" not in url or "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}"
 
 
 def _int(name: str, raw: Any, minimum: int = 1) -> int:

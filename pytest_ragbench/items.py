@@ -23,6 +23,7 @@ from pytest_ragbench.errors import CaseError, RagbenchError
 from pytest_ragbench.kinds import ANY_CASE_KIND, EVALUATION, ItemKind, Outcome, RunContext
 from pytest_ragbench.metrics.repeated import inconclusive
 from pytest_ragbench.records import ItemRecord
+from pytest_ragbench.redact import scrub
 from pytest_ragbench.system.checks import SPECS, require
 from pytest_ragbench.system.fixtures import ANSWER_REQUEST, without_answer_from
 from pytest_ragbench.system.protocols import AnswerRequest
@@ -255,7 +256,7 @@ class CaseItem(pytest.Function):
             f"{self.item_kind.name}[{self.case.id}]"  # robust[<case kind>-<id>]
         for message in outcome.warnings:  # reported at the case's own line
             warnings.warn_explicit(
-                RagbenchWarning(f"{shown}: {message}"),
+                RagbenchWarning(scrub(f"{shown}: {message}")),
                 RagbenchWarning, filename=str(self.path), lineno=self.case.line)
 
     def _record(self, status: str, duration: float, *, outcome: Outcome | None = None,

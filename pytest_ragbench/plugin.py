@@ -16,6 +16,7 @@ from pytest_ragbench import options
 from pytest_ragbench.config import CONFIG_KEY, RagbenchConfig, build_config, get_config
 from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.records import REPORT_ATTRIBUTE
+from pytest_ragbench.redact import register_environment, register_urls, scrub, scrub_data
 from pytest_ragbench.report import REPORT_MARKER
 
 LOCATIONS_KEY = pytest.StashKey[Any]()
@@ -63,15 +64,17 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_ragbench import spaced_flags
 
         spaced_flags.check(config)
+    register_environment()  # the secrets: masked in everything written or printed
     try:
         settings = build_config(config)
+        register_urls(settings.urls())
         kinds = registry(config)
         if not hasattr(config, "workerinput") and (settings.thresholds or settings.gates):
             from pytest_ragbench.vocabulary import check_settings
 
             check_settings(settings, kinds)  # a misspelt metric or kind stops the session
     except ConfigError as exc:
-        raise pytest.UsageError(f"ragbench: {exc}") from None
+        raise pytest.UsageError(scrub(f"ragbench: {exc}")) from None
     config.stash[CONFIG_KEY] = settings
     if settings.evaluate and hasattr(config, "workerinput"):  # each worker: its share of CPUs
         from pytest_ragbench.threads import limit_worker_threads
@@ -93,7 +96,7 @@ def pytest_configure(config: pytest.Config) -> None:
         try:
             session.prepare_run()
         except ConfigError as exc:
-            raise pytest.UsageError(f"ragbench: {exc}") from None
+            raise pytest.UsageError(scrub(f"ragbench: {exc}")) from None
         config.pluginmanager.register(session, "ragbench-session")
         if settings.evaluate and config.pluginmanager.hasplugin("xdist"):
             from pytest_ragbench.system.worker_groups import WorkerGroups
@@ -355,6 +358,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     make_record = getattr(item, "record_for_report", None)
     if make_record is None:
         return report
+    _scrub_report(report)
     if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
         status = {"passed": "passed", "failed": "failed", "skipped": "skipped"}[report.outcome]
         if call.when == "setup" and report.outcome == "failed":
@@ -369,6 +373,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if journal is not None and journal.active:  # kept even if the session is killed
             journal.record(data)
     return report
+
+
+def _scrub_report(report: pytest.TestReport) -> None:
+    """Secrets out of what pytest prints and --junitxml writes: the failure and captured output.
+
+    A failure whose text holds one is kept as its scrubbed text (no longer a traceback
+    object); the record (``ItemRecord.to_dict``) is scrubbed where it is made.
+    """
+    longrepr = report.longrepr
+    if longrepr is not None:
+        if isinstance(longrepr, str | tuple):
+            report.longrepr = scrub_data(longrepr)
+        else:
+            text = str(longrepr)
+            clean = scrub(text)
+            if clean != text:
+                report.longrepr = clean
+    if report.sections:
+        report.sections = scrub_data(report.sections)
 
 
 def _add_junit_properties(item: pytest.Item, record: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pytest_ragbench.kinds import Outcome as Outcome  # the README imports it from here
+from pytest_ragbench.redact import scrub_record
 
 # Outcomes an item can end with; "warning" passes but is counted, "lost" is an item
 # whose worker died before it reported.
@@ -60,15 +61,17 @@ class ItemRecord:
         return None if value is None else str(value)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe mapping (non-finite floats become unscored, never NaN).
+        """A JSON-safe mapping (non-finite floats become unscored, never NaN), secrets masked.
 
         Built field by field rather than with ``dataclasses.asdict`` (which deep-copies
         first): it runs twice for every item, once on the worker and once in the report.
+        Every record leaves its process through here (report attribute, journal, report
+        files), so this is where what a system or model said is scrubbed (redact.py).
         """
         made = self.__dict__.get(_MADE_FROM)
         if made is not None:
             return dict(made)
-        data = {name: json_safe(getattr(self, name)) for name in _RECORD_FIELDS}
+        data = scrub_record({name: json_safe(getattr(self, name)) for name in _RECORD_FIELDS})
         data["passed"] = self.passed
         return data
 

@@ -17,6 +17,7 @@ from typing import Any
 from pytest_ragbench.cases.labels import LabelFile
 from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.records import ItemRecord, json_safe
+from pytest_ragbench.redact import scrub_data
 from pytest_ragbench.report import aggregate, beir, calibration, compare, gates, judging, robustness
 from pytest_ragbench.report.runs import Baseline
 
@@ -95,8 +96,9 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
         "failures": failures,
         "systems": systems,
     }
-    # The items are JSON-safe already (ItemRecord.to_dict): not copied once more.
-    return {**json_safe(document), "items": [_item(r) for r in records]}
+    # The items are JSON-safe and scrubbed already (ItemRecord.to_dict): not copied once
+    # more; the rest (settings, components, baseline, failure lines) has its secrets masked.
+    return {**scrub_data(json_safe(document)), "items": [_item(r) for r in records]}
 
 
 def plot_document(records: list[ItemRecord], settings: RagbenchConfig) -> dict[str, Any]:

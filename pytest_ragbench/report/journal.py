@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ragbench.redact import scrub_data
+
 JOURNAL_DIR = "journal"
 FORMAT = 1
 
@@ -52,13 +54,13 @@ class JournalWriter:
         self.active = False  # records are journaled only in a session with ragbench items
 
     def header(self, config: dict[str, Any], *, resumed: bool) -> None:
-        """The line that opens a session of the run."""
+        """The line that opens a session of the run (secrets masked in the settings)."""
         self._append({"journal": FORMAT, "run_id": self.run_id, "pid": os.getpid(),
                       "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                      "config": config, "resumed": resumed})
+                      "config": scrub_data(config), "resumed": resumed})
 
     def record(self, data: dict[str, Any]) -> None:
-        """One finished item's record (``ItemRecord.to_dict()``)."""
+        """One finished item's record (``ItemRecord.to_dict()``, which masked its secrets)."""
         self._append({**data, "run_id": self.run_id})
 
     def _append(self, line: dict[str, Any]) -> None:

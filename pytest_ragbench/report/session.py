@@ -26,6 +26,7 @@ from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.kinds import builtin_registry, registry
 from pytest_ragbench.records import REPORT_ATTRIBUTE, ItemRecord
+from pytest_ragbench.redact import scrub
 from pytest_ragbench.report import journal as journal_mod
 from pytest_ragbench.report import testcases
 from pytest_ragbench.report.interruption import RunStatus, SignalWatch, run_status
@@ -383,7 +384,7 @@ class RagbenchSession:
         for problem in self.problems[self._warned:]:
             # with -W error the warning raises: the line in the ragbench section says it
             with contextlib.suppress(Exception):
-                warnings.warn(RagbenchReportWarning(f"ragbench report: {problem}"),
+                warnings.warn(RagbenchReportWarning(scrub(f"ragbench report: {problem}")),
                               stacklevel=1)
         self._warned = len(self.problems)
 
@@ -408,11 +409,11 @@ class RagbenchSession:
             for line in lines:
                 red = line.startswith(("FAILED", "verdict: FAILED", "verdict: INTERRUPTED")) \
                     or ": MISSED," in line
-                terminalreporter.write_line(line, red=red, bold=red)
+                terminalreporter.write_line(scrub(line), red=red, bold=red)
             if len(self.problems) > before:
                 self._warn_problems()
         for problem in self.problems:
-            terminalreporter.write_line(f"ragbench: {problem}", yellow=True)
+            terminalreporter.write_line(scrub(f"ragbench: {problem}"), yellow=True)
 
 
 

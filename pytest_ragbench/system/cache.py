@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.errors import ConfigError
+from pytest_ragbench.redact import scrub_data
 
 BUSY_TIMEOUT_S = 60.0
 _SQL_BATCH = 500
@@ -252,7 +253,8 @@ class ResponseCache(_CountingCache):
         return value if isinstance(value, dict) else None
 
     def put(self, key: str, value: Mapping[str, Any]) -> None:
-        """Store a successful reply."""
+        """Store a successful reply, secrets masked (redact.py): never written to the file."""
+        value = scrub_data(dict(value))
         self._put_many({key: json.dumps(value, ensure_ascii=False).encode("utf-8")})
 
 

@@ -12,14 +12,19 @@ from typing import Any
 
 import pytest
 
+from pytest_ragbench.redact import scrub
+
 COMPONENTS_KEY = pytest.StashKey[dict[str, str]]()
 WORKEROUTPUT_KEY = "ragbench_components"
 ROLES = ("embedder", "retriever", "generator", "judge", "system")
 
 
 def set_component(config: pytest.Config, role: str, description: str) -> None:
-    """Record the one-line description of the component playing ``role`` in this session."""
-    text = " ".join(str(description).split())
+    """Record the one-line description of the component playing ``role`` in this session.
+
+    A URL in it is shown with its credentials masked, as any secret (redact.py).
+    """
+    text = scrub(" ".join(str(description).split()))
     config.stash.setdefault(COMPONENTS_KEY, {})[str(role)] = text
     workeroutput: Any = getattr(config, "workeroutput", None)
     if isinstance(workeroutput, dict):

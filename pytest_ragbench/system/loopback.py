@@ -4,8 +4,9 @@ For the project's tests and benchmarks, and for dry runs of a configuration with
 real model: ``python -m pytest_ragbench.system.loopback --port 8011 --latency 0.1``
 serves ``http://127.0.0.1:8011/v1``. Faults are queued with :meth:`LoopbackServer.fail`
 and consumed one per request: ``"429"`` (with ``Retry-After``), ``"500"``, ``"401"``,
-``"hang"`` (no reply until stopped), ``"malformed"`` (a 200 whose body is not JSON)
-and ``"reset"`` (the connection is dropped with a TCP reset).
+``"hang"`` (no reply until stopped), ``"malformed"`` (a 200 whose body is not JSON),
+``"reset"`` (the connection is dropped with a TCP reset) and ``"echo"`` (a 401 whose body
+echoes the request's headers, credentials included, as some proxies do).
 
 Structured output: ``formats`` lists the ``response_format`` types the server accepts
 (default ``json_schema`` and ``json_object``); any other is refused with ``reject_status``
@@ -34,7 +35,7 @@ from http import HTTPStatus
 from typing import Any
 
 Reply = Callable[[dict[str, Any]], str]
-FAULTS = ("429", "500", "401", "hang", "malformed", "reset")
+FAULTS = ("429", "500", "401", "hang", "malformed", "reset", "echo")
 
 
 def echo_reply(body: dict[str, Any]) -> str:
@@ -177,12 +178,13 @@ class LoopbackServer:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            return await self._respond(body, writer)
+            return await self._respond(body, writer, headers)
         finally:
             with self._lock:
                 self.in_flight -= 1
 
-    async def _respond(self, body: dict[str, Any], writer: asyncio.StreamWriter) -> bool:
+    async def _respond(self, body: dict[str, Any], writer: asyncio.StreamWriter,
+                       headers: dict[str, str]) -> bool:
         assert self._stopping is not None
         fault = self._next_fault()
         if fault == "hang":
@@ -201,6 +203,10 @@ class LoopbackServer:
                         {"Retry-After": self.retry_after})
         elif fault in ("500", "401"):
             await _send(writer, int(fault), {"error": {"message": f"scripted {fault}"}})
+        elif fault == "echo":
+            await _send(writer, 401, {"error": {
+                "message": "invalid credentials", "authorization": headers.get("authorization"),
+                "request_headers": headers}})
         elif fault == "malformed":
             await _send_raw(writer, 200, b'{"choices": [{"message": {"content": "trunc')
         elif "response_format" in body and _format(body) not in self.formats:

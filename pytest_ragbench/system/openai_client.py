@@ -17,7 +17,9 @@ that rejects the requested mode (any status whose body names ``response_format``
 ``json_schema``) moves on to the next mode at once instead of being retried; the first
 call negotiates while the others wait for its outcome.
 The API key is read from the environment, sent in the Authorization header and
-nowhere else: not in repr, errors, logs or cache keys.
+nowhere else: not in repr, errors, logs or cache keys. Every reply text and error text is
+scrubbed of secrets (the key, URL credentials, tokens a server echoes) as it arrives
+(redact.py), so an echo reaches neither the cache nor a report.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from typing import Any
 
 import httpx
 
-from pytest_ragbench.config import mask_url
 from pytest_ragbench.errors import ModelCallError, UnusableReply
+from pytest_ragbench.redact import mask_url, register, register_url, scrub
 from pytest_ragbench.system.aio import LoopThread
 from pytest_ragbench.system.cache import ResponseCache
 from pytest_ragbench.system.prompts import parse_json_reply, shorten
@@ -108,6 +110,8 @@ class OpenAICompatibleClient:
         self.model = self.model_id = model
         self.api_key_env = api_key_env
         self._api_key = os.environ.get(api_key_env) or None
+        register(self._api_key)
+        register_url(base_url)
         self.concurrency, self.timeout_s, self.max_retries = concurrency, timeout_s, max_retries
         self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
         self.max_retry_after_s = max_retry_after_s
@@ -168,7 +172,7 @@ class OpenAICompatibleClient:
         started = time.perf_counter()
         try:
             payload, latency, attempts, mode = await self._complete(chat, params, schema)
-            text = _content(payload)
+            text = scrub(_content(payload))
         except ModelCallError as exc:
             message = self._scrub(str(exc))
             attempts = exc.attempts if isinstance(exc, RetriesExhausted) else 1
@@ -267,7 +271,7 @@ class OpenAICompatibleClient:
         return headers
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        return scrub(text)
 
     def _record(self, generation: Generation, wall: float) -> None:
         self.records.append(CallRecord(self.model, generation.latency_s, wall,
@@ -320,7 +324,7 @@ class OpenAICompatibleClient:
 
     async def _post(self, body: Mapping[str, Any],
                     schema_requested: bool) -> tuple[dict[str, Any], float, int]:
-        url = f"{self.base_url}/chat/completions"
+        url = _endpoint(self.base_url)
         state = self._state()
         attempt = 0
         while True:
@@ -362,10 +366,10 @@ class OpenAICompatibleClient:
                 payload = response.json()
                 _content(payload)
             except (ValueError, ModelCallError) as exc:
-                raise _Retry(f"malformed reply ({shorten(str(exc))}): "
-                             f"{shorten(response.text)!r}") from None
+                raise _Retry(f"malformed reply ({shorten(scrub(str(exc)))}): "
+                             f"{shorten(scrub(response.text))!r}") from None
             return payload, latency
-        reason = f"HTTP {status}: {shorten(response.text)!r}"
+        reason = f"HTTP {status}: {shorten(scrub(response.text))!r}"  # scrubbed before cut
         if schema_requested and any(word in response.text for word in REJECTION_WORDS):
             raise _SchemaRejected(reason)  # whatever the status: llama.cpp's server says 500
         if status in RETRY_STATUS or status >= 500:
@@ -377,6 +381,12 @@ class OpenAICompatibleClient:
         """Exponential backoff with equal jitter: half fixed, half random."""
         ceiling = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
         return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+def _endpoint(base_url: str) -> str:
+    """``{base_url}/chat/completions``, keeping a query of the base URL (``/v1?key=...``)."""
+    base, mark, query = base_url.partition("?")
+    return f"{base.rstrip('/')}/chat/completions{mark}{query}"
 
 
 def _parse(text: str, mode: str, schema: Mapping[str, Any] | None,

@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pytest_ragbench.config import mask_url
 from pytest_ragbench.errors import RagbenchError
+from pytest_ragbench.redact import mask_url, register, scrub
 
 T = TypeVar("T")
 API_KEY_ENV = "RAGBENCH_QDRANT_API_KEY"
@@ -98,8 +98,9 @@ class QdrantConnection:
             raise QdrantError(f"qdrant-client is not installed: {QDRANT_EXTRA_HINT}") from None
         location = self.location
         if location.url is not None:
-            return QdrantClient(url=location.url,
-                                api_key=os.environ.get(location.api_key_env) or None,
+            api_key = os.environ.get(location.api_key_env) or None
+            register(api_key)  # masked should qdrant-client ever echo it
+            return QdrantClient(url=location.url, api_key=api_key,
                                 timeout=max(1, int(-(-location.timeout_s // 1))),
                                 prefer_grpc=False, check_compatibility=False)
         if location.path == ":memory:":
@@ -209,6 +210,5 @@ def _answer_detail(content: bytes) -> str:
 
 
 def _scrub(text: str) -> str:
-    """Remove the API key from a message, should a library ever echo it."""
-    key = os.environ.get(API_KEY_ENV)
-    return text.replace(key, "***") if key else text
+    """Mask the API key (and any other secret) in a message, should a library echo it."""
+    return scrub(text)
