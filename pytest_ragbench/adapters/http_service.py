@@ -41,8 +41,8 @@ import jmespath
 from jmespath.exceptions import JMESPathError
 
 from pytest_ragbench.adapters.common import make_context
-from pytest_ragbench.config import mask_url
 from pytest_ragbench.errors import ConfigError, ModelCallError
+from pytest_ragbench.redact import mask_url, register
 from pytest_ragbench.system.aio import LoopThread
 from pytest_ragbench.system.openai_client import RETRY_STATUS, _retry_after
 from pytest_ragbench.system.prompts import shorten
@@ -106,6 +106,8 @@ class ServiceSpec:
                 raise ConfigError(f"ini ragbench_system_headers: header {name} needs the "
                                   f"environment variable {', '.join(missing)}, which is not set")
             values[name] = _ENV.sub(lambda m: os.environ[m.group(1)], template)
+            # whatever the variable is called, its value is a secret from here on
+            register(*(os.environ[var] for var in _ENV.findall(template)))
         return values
 
 
