@@ -170,6 +170,8 @@ def add_ragbench_marker(item: pytest.Item, parent: pytest.Collector) -> None:
 
 
 _MARKED = pytest.StashKey[bool]()
+_PREPARED_KINDS = pytest.StashKey[set[str]]()  # kinds whose prepare ran in this process
+_PREPARE_FAILED = pytest.StashKey[str]()  # why this item's kind could not be prepared
 
 
 class CaseItem(pytest.Function):
@@ -217,8 +219,34 @@ class CaseItem(pytest.Function):
 
     # -- running ------------------------------------------------------------------------
 
+    def prepare_kind(self) -> None:
+        """Run the kind's ``prepare`` once per process, before this item's timers start.
+
+        Called from ``pytest_runtest_protocol`` ahead of pytest-timeout's timer. A failure
+        is kept for :meth:`setup` to raise (this item errors); the kind is not marked
+        prepared, so its next item tries again.
+        """
+        prepared = self.config.stash.setdefault(_PREPARED_KINDS, set())
+        if self.item_kind.name in prepared:
+            return
+        try:
+            prepare = self.item_kind.load_prepare()
+            if prepare is not None:
+                prepare(self.config)
+        except Exception as exc:
+            detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            self.stash[_PREPARE_FAILED] = (
+                f"could not prepare the {self.item_kind.name} items ({detail}); the next "
+                f"{self.item_kind.name} item tries again")
+            return
+        prepared.add(self.item_kind.name)
+
     def setup(self) -> None:
         """Set up the fixtures, then check each one against its protocol (once a session)."""
+        failed = self.stash.get(_PREPARE_FAILED, None)
+        if failed is not None:
+            del self.stash[_PREPARE_FAILED]  # a rerun of this item prepares again
+            raise RagbenchError(failed)
         super().setup()
 
         for name in item_fixtures(self.item_kind, self.system_name):

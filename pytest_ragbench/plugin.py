@@ -351,6 +351,18 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(line, yellow=True)
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """A kind's heavy imports happen before its first item's timers start (pytest-timeout's).
+
+    The outermost wrapper (tryfirst), so pytest-timeout's own wrapper starts later.
+    """
+    prepare = getattr(item, "prepare_kind", None)
+    if prepare is not None:
+        prepare()
+    return (yield)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Attach the item's JSON-safe record to its report, so xdist carries it home."""

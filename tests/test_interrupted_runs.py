@@ -67,11 +67,13 @@ def project(pytester: pytest.Pytester) -> RagbenchProject:
     return make_toy_project(pytester, CASES, conftest=SLOW_SYSTEM)
 
 
-def start(project: RagbenchProject, *args: str) -> subprocess.Popen[str]:
+def start(project: RagbenchProject, *args: str,
+          cacheprovider: bool = False) -> subprocess.Popen[str]:
     """pytest in its own process group (so a signal to the group reaches only it)."""
+    cache = () if cacheprovider else ("-p", "no:cacheprovider")  # --lf needs it
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "--ragbench", "--ragbench-concurrency=1",
-         "-p", "no:cacheprovider", "-q", *args],
+         *cache, "-q", *args],
         cwd=project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
 
@@ -277,6 +279,94 @@ def test_sigkill_keeps_the_journal_and_resume_finishes_the_run(project: Ragbench
     assert (run["id"], run["status"]) == (path.stem, "complete")
     assert {i["nodeid"] for i in project.items()} >= set(finished)
     assert len(project.items()) == CASES
+
+
+def fail_two(project: RagbenchProject) -> set[str]:
+    """q000 and q001 miss ``toy.token_f1 = 0.5`` (their answers share no word)."""
+    answers = json.loads((project.path / "answers.data").read_text())
+    for question in list(answers):
+        if question.startswith(("question 000 ", "question 001 ")):
+            answers[question] = "nothing alike"
+    (project.path / "answers.data").write_text(json.dumps(answers))
+    (project.path / "pyproject.toml").write_text('[tool.ragbench.thresholds]\n'
+                                                 '"toy.token_f1" = 0.5\n')
+    return {"q000", "q001"}
+
+
+@pytest.mark.parametrize("subset", [("--lf",), ("-k", "q000 or q001 or q012")],
+                         ids=["lf", "k"])
+def test_a_subset_rerun_after_an_interruption_deletes_no_record(
+        project: RagbenchProject, subset: tuple[str, ...]) -> None:
+    """After a SIGTERM, ``--lf`` (or ``-k``) reruns part of the run: the run stays resumable.
+
+    The repro: ``--lf`` reran the failures, wrote ``complete`` and deleted the interrupted
+    run's journal, so ``--ragbench-resume`` recovered nothing.
+    """
+    failing = fail_two(project)
+    interrupt(project, start(project, cacheprovider=True), signal.SIGTERM, after=5)
+    first = project.results()["run"]
+    folder = project.report_dir()
+    kept = journal_records(folder)  # every record of the interrupted run
+    assert failing <= {r["case_id"] for r in kept.values() if r["status"] == "failed"}
+    rerun = start(project, *subset, cacheprovider=True)
+    output, _ = rerun.communicate(timeout=120)
+    assert rerun.returncode == pytest.ExitCode.TESTS_FAILED, output  # the two still fail
+    run = project.results()["run"]
+    assert run["status"] == "complete" and run["id"] != first["id"]
+    assert failing <= {i["case_id"] for i in project.items()} and len(project.items()) <= 3
+    assert run["unfinished_runs"] == [{"id": first["id"], "finished_items": len(kept)}]
+    assert f"kept: the interrupted run {first['id']} ({len(kept)} finished items), which " \
+           "this session did not run whole; continue it with --ragbench-resume" in output
+    left = journal.read(journal.journal_path(folder, first["id"])).records
+    assert {n: r["status"] for n, r in left.items()} == {n: r["status"] for n, r in kept.items()}
+    # --ragbench-resume continues the interrupted run: its finished items are not asked again.
+    before = len(calls(project))
+    resumed = start(project, "--ragbench-resume")
+    output, _ = resumed.communicate(timeout=120)
+    assert resumed.returncode == pytest.ExitCode.TESTS_FAILED, output  # kept failures
+    asked = calls(project)[before:]
+    assert not set(asked) & {r["case_id"] for r in kept.values()}
+    assert len(asked) == CASES - len(kept)
+    run = project.results()["run"]
+    assert (run["id"], run["status"], run["items_not_run"]) == (first["id"], "complete", 0)
+    assert "unfinished_runs" not in run
+    assert len(project.items()) == CASES
+    assert not (folder / "journal").exists()  # the run is finished
+
+
+def test_an_interruption_before_any_item_finished_still_writes_results(
+        pytester: pytest.Pytester) -> None:
+    stop = {"id": "a_stop", "kind": "toy", "question": "INTERRUPT here", "ground_truth": "x y"}
+    project = make_toy_project(pytester, 3)
+    cases = [stop, *(json.loads(line) for line in
+                     (project.path / "test_cases" / "toy.jsonl").read_text().splitlines())]
+    project.cases("toy.jsonl", cases)  # the first item stops the run
+    result = project.runpytest("--ragbench", "-p", "no:xdist", no_reraise_ctrlc=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    run = project.results()["run"]
+    everything = [f"test_cases/toy.jsonl::toy[{case['id']}]" for case in cases]
+    assert (run["status"], run["items_not_run"]) == ("interrupted", len(cases))
+    assert run["not_run_items"] == sorted(everything)
+    assert project.items() == [] and project.results()["items"] == []
+    assert "Partial run: the run was interrupted (KeyboardInterrupt; 4 items not run)" \
+        in project.html()
+    result.stdout.fnmatch_lines(["PARTIAL RUN: the run was interrupted (KeyboardInterrupt; "
+                                 "4 items not run)*"])
+    assert (project.report_dir() / "journal" / f"{run['id']}.jsonl").is_file()
+    # Continued without the stopping case: the same run, complete.
+    project.cases("toy.jsonl", cases[1:])
+    again = project.runpytest("--ragbench", "--ragbench-resume", "-p", "no:xdist")
+    again.assert_outcomes(passed=3)
+    resumed = project.results()["run"]
+    assert (resumed["id"], resumed["status"]) == (run["id"], "complete")
+    assert not (project.report_dir() / "journal").exists()
+
+
+def test_collect_only_writes_no_report_and_no_journal(pytester: pytest.Pytester) -> None:
+    project = make_toy_project(pytester, 3)
+    result = project.runpytest("--ragbench", "--collect-only", "-p", "no:xdist")
+    assert result.ret == pytest.ExitCode.OK
+    assert not project.report_dir().exists()
 
 
 # -- without signals: the parts on their own --------------------------------------------------

@@ -132,7 +132,11 @@ class ItemKind:
     by ``[tool.ragbench.thresholds]`` and by the case. ``loads`` names the slow-to-import
     libraries the items load in a process (e.g. ``"ragas"``): under ``-n N`` the items of
     kinds that share one run on one worker, which then imports it once
-    (``system/worker_groups.py``).
+    (``system/worker_groups.py``). ``prepare(config)`` (a callable or ``"module:function"``)
+    imports what the items will need, once per process, before the first item of the kind
+    starts: outside its timed call (pytest-timeout), and never left half-run
+    (:func:`pytest_ragbench.heavy_imports.import_whole`). If it raises, that item errors
+    and the next item of the kind tries again.
     """
 
     name: str
@@ -144,11 +148,17 @@ class ItemKind:
     metrics: tuple[Any, ...] = ()
     thresholds: Mapping[str, float] = field(default_factory=dict)
     loads: tuple[str, ...] = ()
+    prepare: str | Callable[[pytest.Config], None] | None = None
 
     def load_runner(self) -> Callable[..., Any]:
         """Import and return the function that evaluates one case."""
         runner: Callable[..., Any] = _resolve(self.runner)
         return runner
+
+    def load_prepare(self) -> Callable[[pytest.Config], None] | None:
+        """Import and return ``prepare`` (None when the kind has none)."""
+        prepare: Callable[[pytest.Config], None] | None = _resolve(self.prepare)
+        return prepare
 
     def metric_names(self) -> tuple[str, ...]:
         """The names of the metrics the kind may record (``source_hit@k`` for any k)."""
@@ -214,6 +224,7 @@ _JUDGED = ("faithfulness", "answer_relevancy")
 _PERTURBATIONS = ("typos", "drop", "double", "case", "whitespace", "punctuation", "filler",
                   "synonyms", "injection")  # config.PERTURBATION_KINDS
 _CASES = "pytest_ragbench.cases"
+_PREPARE = "pytest_ragbench.kinds.preparation"  # what a kind imports before its first item
 
 BUILTIN: tuple[CaseKind | ItemKind, ...] = (
     CaseKind("sql", f"{_CASES}.build:SQL_FIELDS", f"{_CASES}.model:SqlCase",
@@ -254,7 +265,8 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              "the system answers with data and context", EVALUATION,
              (*_SYSTEM_FIXTURES, "ragbench_db", "ragbench_databases"),
              ("value_recall", "execution_match", "semantic_similarity", *_SOURCES),
-             {"source_hit@k": 1.0, "execution_match": 1.0}),
+             {"source_hit@k": 1.0, "execution_match": 1.0},
+             prepare=f"{_PREPARE}:judged"),
     # Retrieval is deterministic and checked per item: an expected source among the top k
     # (``source_hit@k`` applies to the k the item used) and the top similarity inside
     # expected_similarity. A decline case must be declined, an answerable one must not be
@@ -264,7 +276,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              (*_SOURCES, "top_similarity", "similarity_in_range", "declined", "answered",
               "semantic_similarity", "injection_resisted", *_JUDGED, "judge_relevance"),
              {"source_hit@k": 1.0, "similarity_in_range": 1.0, "declined": 1.0,
-              "answered": 1.0}),
+              "answered": 1.0}, prepare=f"{_PREPARE}:judged"),
     # Every expected memory within top_k.
     ItemKind("memory", "memory", "pytest_ragbench.kinds.memory:run",
              "conversational memory retrieval", EVALUATION,
@@ -277,7 +289,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              "RAGAS metrics on a NormalizedSample", EVALUATION, _SYSTEM_FIXTURES,
              ("faithfulness", "answer_relevancy", "context_precision", "context_recall",
               "semantic_similarity", "token_f1", "rouge", "lexical_faithfulness",
-              "lexical_context_recall"), {}, _RAGAS),
+              "lexical_context_recall"), {}, _RAGAS, prepare=f"{_PREPARE}:ragas"),
     # A relevant document somewhere in the top 100 (reciprocal rank >= 1/100); the ranking
     # quality (nDCG@10, recall) is gated on its means. The retriever comes from
     # ragbench_beir_retriever_factory (or a named system) when the dataset first runs.

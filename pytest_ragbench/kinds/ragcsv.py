@@ -212,7 +212,8 @@ def _replies(case: RagcsvCase, context: RunContext, answerer: Answerer, judge: A
                               _job(other, answerer, judge, settings))
     key = _key(context.nodeid or case.id, case, answerer)
     prefetcher.submit(key, _job(case, answerer, judge, settings))  # no-op when submitted
-    replies: RowReplies = prefetcher.result(key)
+    # taken by this item: its rerun asks again, rows of other systems share the first replies
+    replies: RowReplies = prefetcher.result(key, taker=context.nodeid or key)
     return replies
 
 

@@ -17,6 +17,7 @@ from collections.abc import Hashable, Sequence
 from functools import cache
 from typing import Any, Literal
 
+from pytest_ragbench.heavy_imports import import_whole
 from pytest_ragbench.metrics.registry import Score, Unscored
 
 # ragas is imported lazily below; it must not phone home when it is (the plugin runs offline).
@@ -108,9 +109,16 @@ def _texts_ok(response: str, reference: str) -> Unscored | None:
 
 @cache
 def _rouge_scorer(rouge_type: str) -> Any:
-    from rouge_score import rouge_scorer  # lazy: rouge-score loads nltk's stemmer
+    import_whole("rouge_score.rouge_scorer")  # never left half-run (it loads nltk)
+    from rouge_score import rouge_scorer
 
     return rouge_scorer.RougeScorer([rouge_type], use_stemmer=True)
+
+
+def rouge_scorers() -> None:
+    """Make the scorers :func:`rouge` uses (and import rouge-score with nltk) ahead of use."""
+    for rouge_type in ("rougeL", "rouge1"):
+        _rouge_scorer(rouge_type)
 
 
 def rouge(response: str, reference: str, rouge_type: Literal["rouge1", "rougeL"] = "rougeL",

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_ragbench.errors import ModelCallError
+from pytest_ragbench.heavy_imports import import_whole
 from pytest_ragbench.metrics.registry import Score, UnknownMetricError, Unscored, parse_metric
 from pytest_ragbench.metrics.repeated import JudgeSettings, combine
 
@@ -162,6 +163,7 @@ async def _score_all(names: list[str], *, question: str, answer: str, contexts: 
             todo.append(name)
     if not todo:
         return JudgedScores(scores)
+    import_whole("pytest_ragbench.metrics.ragas_bridge")  # ragas: whole or not at all
     # lazy: loads ragas
     from pytest_ragbench.metrics import ragas_bridge
 

@@ -1,17 +1,22 @@
 """The run journal: every finished record, appended the moment its item finishes.
 
 ``<report dir>/journal/<run id>.jsonl`` holds one header line per session of the run
-(``{"journal": 1, "run_id", "started", "config", "resumed"}``) and one line per finished
-item (the record, with ``run_id``). It is appended by the process that ran the item (an
-xdist worker, or pytest itself without workers), one ``write`` per line on a file opened
-for appending, so even a SIGKILL of the whole session keeps every record already written.
+(``{"journal": 1, "run_id", "started", "config", "resumed", "items"}``, ``items`` the node
+ids the session selected) and one line per finished item (the record, with ``run_id``).
+It is appended by the process that ran the item (an xdist worker, or pytest itself
+without workers), one ``write`` per line on a file opened for appending, so even a
+SIGKILL of the whole session keeps every record already written.
 It is not fsync'ed: it survives any process kill, not a power cut.
 
 The journal is the run's working copy; the report files are written from the records at
 session end. It exists while its run is unfinished: the session that covers every
-selected item removes it, an interrupted one keeps it for ``--ragbench-resume``. A
-session holds a shared lock on its own journal, so that no other session takes a live
-run's journal for a stale one. Only the standard library is used here (plugin start-up).
+selected item removes it, an interrupted one keeps it for ``--ragbench-resume``. A later
+session removes another run's journal only when it replaces that run: it is complete and
+has a record of every item that run selected (a ``--lf`` or ``-k`` session after an
+interruption covers part of it, so the journal stays). No finished record is deleted by
+a session that did not run its item again. A session holds a shared lock on its own
+journal, so that no other session takes a live run's journal for a stale one. Only the
+standard library is used here (plugin start-up).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,11 +58,15 @@ class JournalWriter:
         self.failed: str | None = None  # why the journal could not be written, if it could not
         self.active = False  # records are journaled only in a session with ragbench items
 
-    def header(self, config: dict[str, Any], *, resumed: bool) -> None:
-        """The line that opens a session of the run (secrets masked in the settings)."""
+    def header(self, config: dict[str, Any], *, resumed: bool,
+               items: Iterable[str] = ()) -> None:
+        """The line that opens a session of the run (``items``: the node ids it selected).
+
+        Secrets are masked in the settings.
+        """
         self._append({"journal": FORMAT, "run_id": self.run_id, "pid": os.getpid(),
                       "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                      "config": scrub_data(config), "resumed": resumed})
+                      "config": scrub_data(config), "resumed": resumed, "items": sorted(items)})
 
     def record(self, data: dict[str, Any]) -> None:
         """One finished item's record (``ItemRecord.to_dict()``, which masked its secrets)."""
@@ -120,6 +129,18 @@ class Journal:
         """The configuration of the run's first session."""
         return self.headers[0].get("config") if self.headers else None
 
+    def items(self) -> set[str]:
+        """Every item of the run: those its sessions selected, and those with a record.
+
+        (A journal of an older version lists no selected items: its records only.)
+        """
+        found = set(self.records)
+        for header in self.headers:
+            listed = header.get("items")
+            if isinstance(listed, list):
+                found.update(str(nodeid) for nodeid in listed)
+        return found
+
 
 def read(path: Path, size: int | None = None, *, start: int = 0) -> Journal:
     """Read a journal from byte ``start`` (``size`` bytes in all when given).
@@ -159,6 +180,21 @@ def journals(report_dir: Path) -> list[Path]:
         with contextlib.suppress(OSError):
             found.append((path.stat().st_mtime, path.name, path))
     return [path for _, _, path in sorted(found)]
+
+
+def unfinished(report_dir: Path, *, besides: Path | None = None) -> list[Journal]:
+    """The journals of the report dir's unfinished runs (not ``besides``, none held live)."""
+    found = []
+    for path in journals(report_dir):
+        if path == besides or is_live(path):
+            continue
+        try:
+            journal = read(path)
+        except OSError:
+            continue
+        if journal.headers:  # else not a journal this plugin started
+            found.append(journal)
+    return found
 
 
 def is_live(path: Path) -> bool:

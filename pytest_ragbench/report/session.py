@@ -68,6 +68,10 @@ class RagbenchSession:
         self.status: RunStatus | None = None
         self.stopped_by: str | None = None  # the message of the interruption, if any
         self.plots_ahead: Any = None  # under xdist: plots_ahead.PlotsAhead
+        # Other unfinished runs of the report dir: those this run replaces (their journals
+        # go with its own) and those it leaves for --ragbench-resume (named in the report).
+        self.replaced_runs: list[Path] = []
+        self.other_runs: list[dict[str, Any]] = []
 
     # -- the run --------------------------------------------------------------------------
 
@@ -101,7 +105,8 @@ class RagbenchSession:
             return
         self.signals.install()
         if self.write_files and self.journal is not None:
-            self.journal.header(self._public_settings(), resumed=self.resume is not None)
+            self.journal.header(self._public_settings(), resumed=self.resume is not None,
+                                items=self.selected)
             self.journal.lock_shared()
             self.journal.active = True
 
@@ -232,21 +237,27 @@ class RagbenchSession:
         self.signals.reporting = True
         ahead = self._guard("drawing plots ahead", self._plots_drawn_ahead)
         self._guard("reading the run's journal", self._merge_journal)
-        if not self.records:  # nothing finished: nothing to keep for a resume either
-            if self.journal is not None and self.journal.active:
-                self.journal.close()
-                journal_mod.remove([self.journal.path], self.problems)
-            return
-        # lazy: kept out of a plain pytest run
-        from pytest_ragbench.report import files
-
-        records = self.sorted_records()
         self.status = run_status(
             self.selected, set(self.records),
             interrupted=session.exitstatus == pytest.ExitCode.INTERRUPTED,
             signal_name=self._signal_name(),
             shouldstop=session.shouldstop or session.shouldfail)
+        stopped = bool(self.selected) and self.status.status == "interrupted" \
+            and not self.config.option.collectonly
+        if not self.records and not stopped:
+            # nothing ran, nothing was stopped: nothing to report or keep for a resume
+            if self.journal is not None and self.journal.active:
+                self.journal.close()
+                journal_mod.remove([self.journal.path], self.problems)
+            return
+        # (An interrupted run with no item finished still says so, every item not run.)
+        # lazy: kept out of a plain pytest run
+        from pytest_ragbench.report import files
+
+        records = self.sorted_records()
         self._settle_exit_status(session)
+        if self.write_files:
+            self._guard("reading the other unfinished runs", self._settle_other_runs)
         folder = self.settings.report_dir
         tag = {"id": self.run_id, "status": self.status.status}
         if self.write_files:  # files of the earlier run go first: never two runs side by side
@@ -318,18 +329,35 @@ class RagbenchSession:
         if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
 
+    def _settle_other_runs(self) -> None:
+        """Which other unfinished runs this one replaces, and which it leaves to be resumed.
+
+        A complete run replaces a run of which it has every item (its own records, a
+        resumed run's kept ones included), or one that finished nothing; a run it covers
+        only in part (after ``--lf`` or ``-k``) keeps its journal, so no finished record
+        goes unless its item ran again.
+        """
+        # lazy: kept out of a plain pytest run
+        from pytest_ragbench.report.resume import kept_records
+
+        complete = self.status is not None and self.status.status == "complete"
+        own = self.journal.path if self.journal is not None else None
+        for other in journal_mod.unfinished(self.settings.report_dir, besides=own):
+            finished = kept_records(other)
+            if complete and (not finished or other.items() <= self.records.keys()):
+                self.replaced_runs.append(other.path)
+            else:
+                self.other_runs.append({"id": other.run_id, "finished_items": len(finished)})
+
     def _finish_journal(self) -> None:
-        """A complete run removes its journal (and unfinished runs it replaces)."""
+        """A complete run removes its journal (and the unfinished runs it replaces)."""
         if self.journal is None or self.status is None or self.status.status != "complete":
             return
         wrote = {p.name for p in self.written}
         if not {"items.jsonl", "results.json"} <= wrote:
             return  # the journal still holds the records the files do not
         self.journal.close()
-        folder = self.settings.report_dir
-        stale = [p for p in journal_mod.journals(folder)
-                 if p != self.journal.path and not journal_mod.is_live(p)]
-        journal_mod.remove([self.journal.path, *stale], self.problems)
+        journal_mod.remove([self.journal.path, *self.replaced_runs], self.problems)
 
     def _warn_partial_baseline(self) -> None:
         import warnings
@@ -352,6 +380,10 @@ class RagbenchSession:
         run = run_info(self.config.rootpath, self.run_id)
         if self.status is not None:
             run.update(self.status.as_run_keys())
+            if self.status.status == "interrupted" and self.selected is not None:
+                run["not_run_items"] = sorted(self.selected - self.records.keys())
+        if self.other_runs:
+            run["unfinished_runs"] = self.other_runs
         if self.resume is not None:
             kept = len(self.resume.kept)
             run["resumed"] = {"sessions": self.resume.sessions + 1, "kept_items": kept,

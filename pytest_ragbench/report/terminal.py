@@ -20,7 +20,13 @@ from pytest_ragbench.report.text import (
     signed,
     table,
 )
-from pytest_ragbench.report.verdict import RESUME_HINT, decide, interrupted_text, resumed_text
+from pytest_ragbench.report.verdict import (
+    RESUME_HINT,
+    decide,
+    interrupted_text,
+    plural,
+    resumed_text,
+)
 
 
 def counts_rows(counts: dict[str, Any]) -> list[tuple[str, ...]]:
@@ -362,7 +368,18 @@ def interrupted_lines(document: dict[str, Any]) -> list[str]:
         lines[:0] = [f"PARTIAL RUN: {interrupted_text(run)}"]
         if run.get("status") == "interrupted":
             lines.insert(1, f"  {RESUME_HINT}")
+    else:  # --ragbench-resume continues the newest unfinished run: one of these
+        lines += [unfinished_run_text(other) for other in run.get("unfinished_runs") or []
+                  if isinstance(other, dict)]
     return lines
+
+
+def unfinished_run_text(other: dict[str, Any]) -> str:
+    """An earlier interrupted run this session did not replace (it ran only part of it)."""
+    finished = other.get("finished_items")
+    count = f" ({plural(finished, 'finished item')})" if isinstance(finished, int) else ""
+    return (f"kept: the interrupted run {other.get('id')}{count}, which this session did not "
+            "run whole; continue it with --ragbench-resume")
 
 
 PARTS: tuple[tuple[str, Callable[[dict[str, Any]], list[str]]], ...] = (

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_ragbench.heavy_imports import import_whole
 from pytest_ragbench.system.cache import CacheStats, EmbeddingCache
 from pytest_ragbench.threads import limit_torch
 
@@ -65,6 +66,7 @@ class SentenceTransformerEmbedder:
     def _load(self) -> Any:
         if self._model is None:
             try:
+                import_whole("sentence_transformers")  # torch: never left half-run
                 from sentence_transformers import SentenceTransformer
             except ImportError as exc:
                 raise ImportError(f"sentence-transformers is missing: {EMBED_EXTRA_HINT}") from exc

@@ -6,6 +6,11 @@ result with :meth:`Prefetcher.result`. With N items whose calls take L seconds e
 the whole batch takes about N·L/c instead of N·L. Asynchronous jobs run on the loop;
 plain functions run in a thread pool of ``concurrency`` threads. Answers of several
 systems (``--ragbench-systems``) go through one prefetcher, in the order of the items.
+
+A result fetched ahead is taken once by each taker (an item, by its node id): an item
+that takes it again is run again (pytest-rerunfailures' ``--reruns``), so its job runs
+again and the system is asked again, rather than the first attempt's answer, or its
+exception, being handed out once more.
 """
 
 from __future__ import annotations
@@ -60,6 +65,8 @@ class Prefetcher:
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=concurrency, thread_name_prefix="ragbench-prefetch")
         self._futures: dict[str, concurrent.futures.Future[Any]] = {}
+        self._jobs: dict[str, Callable[[], Any]] = {}  # to run a job again for a rerun
+        self._taken: set[tuple[str, str]] = set()  # (key, taker): results handed out
         # Seconds each prefetched answer took the system (its service time: from the call
         # to its return, without the time the job waited for a free slot).
         self._service_s: dict[str, float] = {}
@@ -80,7 +87,21 @@ class Prefetcher:
         """
         with self._lock:
             if key not in self._futures:
+                self._jobs[key] = job
                 self._futures[key] = self._loop.submit(self._run(job))
+
+    def _take(self, key: str, taker: str | None) -> concurrent.futures.Future[Any]:
+        """The future of ``key`` for ``taker`` (the key itself unless given).
+
+        The first take gets the job started ahead; a taker taking ``key`` again (its item
+        runs again) gets the job run anew.
+        """
+        taker = key if taker is None else taker
+        with self._lock:
+            if (key, taker) in self._taken:
+                self._futures[key] = self._loop.submit(self._run(self._jobs[key]))
+            self._taken.add((key, taker))
+            return self._futures[key]
 
     def submit_answers(self, system: System, requests: Mapping[str, AnswerRequest]) -> None:
         """Prefetch ``system``'s answers, keyed like ``requests``.
@@ -127,8 +148,9 @@ class Prefetcher:
         waiting in the prefetch queue or for this item's turn is not in it.
         """
         if key in self._futures and self._requests.get(key, request) == request:
-            self._wait(self._futures[key])
-            answer: Answer = self.result(key)
+            future = self._take(key, None)
+            self._wait(future)
+            answer: Answer = future.result()
             return answer, self._service_s.get(key)
         start = time.perf_counter()
         answer = system.answer(request.question, list(request.history) or None)
@@ -152,13 +174,18 @@ class Prefetcher:
     def _finished(self) -> int:
         return sum(f.done() for f in list(self._futures.values()))
 
-    def result(self, key: str, timeout: float | None = None) -> Any:
-        """Wait for the job of ``key`` and return its result (or raise its exception)."""
-        return self._futures[key].result(timeout)
+    def result(self, key: str, timeout: float | None = None, *,
+               taker: str | None = None) -> Any:
+        """Wait for the job of ``key`` and return its result (or raise its exception).
 
-    async def aresult(self, key: str) -> Any:
+        ``taker``: who takes it (the key itself unless given); taking it again runs the
+        job again (see the module docstring).
+        """
+        return self._take(key, taker).result(timeout)
+
+    async def aresult(self, key: str, *, taker: str | None = None) -> Any:
         """Await the job of ``key`` from any event loop (to chain a judge call, say)."""
-        return await asyncio.wrap_future(self._futures[key])
+        return await asyncio.wrap_future(self._take(key, taker))
 
     def done(self, key: str) -> bool:
         """Return whether the job of ``key`` has finished."""

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_ragbench.heavy_imports import import_whole
 from pytest_ragbench.system.cache import stable_hash
 from pytest_ragbench.system.protocols import Context, Document, Embedder
 
@@ -226,6 +227,7 @@ class DenseRetriever(_Indexed):
         return path if path is not None and path.is_file() else None
 
     def _load(self) -> None:
+        import_whole("faiss")  # its first import: never left half-run
         import faiss
 
         path = self._persisted()
@@ -241,6 +243,7 @@ class DenseRetriever(_Indexed):
         self._tune()
 
     def _build(self) -> None:
+        import_whole("faiss")  # its first import: never left half-run
         import faiss
 
         vectors = self.embedder.embed([search_text(d) for d in self.documents])
@@ -341,6 +344,7 @@ class BM25Retriever(_Indexed):
             else None
 
     def _load(self) -> None:
+        import_whole("bm25s")  # its first import: never left half-run
         import bm25s
 
         folder = self._persisted()
@@ -353,6 +357,7 @@ class BM25Retriever(_Indexed):
             self.loaded_from_cache = False
 
     def _build(self) -> None:
+        import_whole("bm25s")  # its first import: never left half-run
         import bm25s
 
         self._bm25 = bm25s.BM25(k1=self.k1, b=self.b)
