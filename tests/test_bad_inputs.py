@@ -68,6 +68,51 @@ def test_endless_recursive_sql_fails_its_item_within_the_bound(
     assert seconds < 60  # killed at 120 s before, with no report
 
 
+FTS_CASES = """\
+- id: tokenizer
+  question: q
+  expected_sql: SELECT fts3_tokenizer('simple', X'4141414141414141') AS t
+  ground_truth_data: {t: x}
+- id: search
+  question: q
+  expected_sql: SELECT body FROM docs WHERE docs MATCH 'hello'
+  ground_truth_data: {body: hello world}
+"""
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
+def test_a_function_that_crashes_sqlite_fails_its_item_and_the_rest_runs(
+        project: RagbenchProject, mode: tuple[str, ...]) -> None:
+    import sqlite3
+
+    with sqlite3.connect(project.path / "scores.db") as connection:
+        connection.execute("CREATE VIRTUAL TABLE docs USING fts3(body)")
+        connection.execute("INSERT INTO docs VALUES ('hello world'), ('goodbye')")
+    project.cases("fts.yaml", FTS_CASES)
+    result, _ = _timed(project, "-q", "-p", "no:randomly", *mode)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # a segmentation fault (139) before
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*sql_ground_truth: tokenizer*",
+                                 "database error: the SQL function fts3_tokenizer() is not "
+                                 "allowed: it registers an FTS3 tokenizer from a raw pointer*"])
+    assert project.items_by_case()["search"]["status"] == "passed"  # FTS itself still reads
+
+
+def test_a_huge_blob_is_refused_at_once_within_the_memory_bound(
+        project: RagbenchProject) -> None:
+    project.ini(ragbench_db_url="sqlite:///scores.db", ragbench_sql_timeout=5,
+                addopts="-p no:cacheprovider")
+    project.cases("blob.yaml", (
+        "- id: blob\n  question: q\n"
+        "  expected_sql: SELECT length(hex(randomblob(400000000))) AS n\n"
+        "  ground_truth_data: {n: 800000000}\n"))
+    result, _ = _timed(project, "-q")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*database error: string or blob too big: one value may hold "
+                                 "at most 64 MiB*"])
+    assert project.items_by_case()["blob"]["duration"] < 1.0  # 23 s and 1.99 GB before
+
+
 class SilentServer:
     """A TCP server on 127.0.0.1 that accepts connections and never sends a byte."""
 
