@@ -196,6 +196,39 @@ def test_model_server_that_hangs_costs_retries_times_timeout(
     assert seconds < 60  # 5 x 60 s per call before, with no flag to change it
 
 
+def test_a_dead_judge_costs_one_calls_bound_not_one_per_row(project: RagbenchProject) -> None:
+    """Six RAGCSV rows graded by a judge that accepts connections and never answers.
+
+    At --ragbench-concurrency 8 the six judge calls hang together: their time is about
+    one call's bound (2 attempts of 1 s and a backoff) after one probe. With the
+    negotiation lock held through the retries they hung one after another (~31 minutes
+    at the default timeout and retries).
+    """
+    from pytest_ragbench.system.loopback import LoopbackServer
+
+    rows = "".join(f'"{city}","[{{\'page_content\': \'{city} is a city.\'}}]",'
+                   f'"",2024-01-01,"Which city is number {i}?"\n'
+                   for i, city in enumerate(["Paris", "Rome", "Oslo", "Bern", "Riga", "Kyiv"]))
+    project.cases("cities.ragcsv.csv", rows)
+    timeout, retries = 1.0, 1
+    with LoopbackServer() as generator, LoopbackServer() as judge:
+        judge.fail(*["hang"] * 100)
+        result, _ = _timed(project, "-q", "--ragbench", "-k", "ragcsv", "--ragbench-no-cache",
+                           f"--ragbench-llm-url={generator.url}",
+                           f"--ragbench-judge-url={judge.url}", "--ragbench-concurrency=8",
+                           f"--ragbench-timeout={timeout:g}", f"--ragbench-retries={retries}",
+                           "--ragbench-max-unscored=1")
+        arrivals = list(judge.arrivals)
+    result.assert_outcomes(passed=6)  # accuracy unscored, the rows kept
+    assert len(arrivals) == 6 * (retries + 1)
+    open_at_once = max(sum(a <= t < a + timeout for a in arrivals) for t in arrivals)
+    assert open_at_once >= 6  # 1 or 2 before: one call at a time
+    per_call = (retries + 1) * timeout + 0.5  # its attempts and the longest backoff
+    assert arrivals[-1] + timeout - arrivals[0] < per_call + timeout + 1.5  # 6 x per_call before
+    for item in project.items_by_case().values():
+        assert "failed after 2 attempts: no reply within 1 s" in item["unscored"]["accuracy"]
+
+
 def test_help_prints_the_worst_case_per_call(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--help")
     text = " ".join(result.stdout.str().split())

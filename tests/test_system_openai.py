@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -319,5 +320,78 @@ def test_a_reply_parser_decides_what_is_cached(server: LoopbackServer, tmp_path:
         with pytest.raises(UnusableReply):  # a cached reply the parser refuses is asked again
             client.generate(HI, schema=SCHEMA, parse_reply=stricter)
         assert len(server.requests) == 3
+    finally:
+        client.close()
+
+
+def _judge_many(client: OpenAICompatibleClient, n: int) -> list[object]:
+    """``n`` structured calls at once, as a kind's items call the judge; errors returned."""
+    async def many() -> list[object]:
+        return await asyncio.gather(*(
+            client.agenerate([{"role": "user", "content": str(i)}], schema=SCHEMA)
+            for i in range(n)), return_exceptions=True)
+
+    return asyncio.run(many())
+
+
+@pytest.mark.parametrize("fault", ["hang", "500"])
+def test_a_dead_judge_is_called_concurrently_not_one_call_at_a_time(
+        server: LoopbackServer, fault: str) -> None:
+    """The negotiation lock is held for one probe, never through a call's retries.
+
+    Six calls at concurrency 8 take about one call's bound (3 attempts of at most 0.5 s,
+    and the backoff between them), plus the probe they waited for; held through the
+    retries, the lock made them take six bounds, one call after another.
+    """
+    timeout, retries, requests = 0.5, 2, 6
+    server.latency_s = 0.4  # a 500 comes after 0.4 s; a hanging request waits for the timeout
+    server.fail(*[fault] * (requests * (retries + 1)))
+    client = make_client(server, concurrency=8, timeout_s=timeout, max_retries=retries)
+    per_call = (retries + 1) * timeout + 0.05 + 0.1  # attempts plus the longest backoffs
+    try:
+        started = time.perf_counter()
+        outcomes = _judge_many(client, requests)
+        elapsed = time.perf_counter() - started
+    finally:
+        client.close()
+    assert all(isinstance(o, ModelCallError) and "after 3 attempts" in str(o) for o in outcomes)
+    assert len(server.requests) == requests * (retries + 1)  # every call its own retries
+    assert [r["response_format"]["type"] for r in server.requests] == \
+        ["json_schema"] * len(server.requests)  # nothing was refused: the mode stays
+    assert client.structured_output is None
+    lasting = timeout if fault == "hang" else server.latency_s  # how long a request is open
+    open_at_once = max(sum(a <= t < a + lasting for a in server.arrivals)
+                       for t in server.arrivals)
+    assert open_at_once >= requests  # 1 or 2 before: one call at a time
+    assert elapsed < math.ceil(requests / 8) * per_call + timeout + 1.0  # 6 x per_call before
+
+
+def test_a_slow_judge_keeps_its_concurrency(server: LoopbackServer) -> None:
+    server.latency_s, server.reply = 0.3, '{"score": 1}'
+    client = make_client(server, concurrency=8, timeout_s=5)
+    try:
+        started = time.perf_counter()
+        outcomes = _judge_many(client, 17)
+        elapsed = time.perf_counter() - started
+    finally:
+        client.close()
+    assert [getattr(o, "data", o) for o in outcomes] == [{"score": 1}] * 17
+    assert server.max_in_flight == 8
+    assert elapsed < 17 * 0.3 / 2  # the probe, then two rounds of eight (5.1 s one by one)
+
+
+def test_a_probe_that_times_out_leaves_the_mode_to_the_first_success(
+        server: LoopbackServer) -> None:
+    """Unsettled after a timeout, a refusal still moves each call on, and a success settles."""
+    server.formats, server.reject_status = ("json_object",), 500
+    server.reply = '{"score": 2}'
+    server.fail("hang")  # the probe's json_schema attempt
+    client = make_client(server, concurrency=4)
+    try:
+        outcomes = _judge_many(client, 4)
+        assert [getattr(o, "data", o) for o in outcomes] == [{"score": 2}] * 4
+        assert client.structured_output == "json_object"
+        client.generate([{"role": "user", "content": "later"}], schema=SCHEMA)
+        assert server.requests[-1]["response_format"]["type"] == "json_object"
     finally:
         client.close()

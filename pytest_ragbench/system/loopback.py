@@ -56,6 +56,7 @@ class LoopbackServer:
         self.reject_status = reject_status
         self.retry_after = retry_after
         self.requests: list[dict[str, Any]] = []
+        self.arrivals: list[float] = []  # time.monotonic() of each request, in order
         self.authorizations: list[str | None] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -173,6 +174,7 @@ class LoopbackServer:
             body = {}
         with self._lock:
             self.requests.append(body)
+            self.arrivals.append(time.monotonic())
             self.authorizations.append(headers.get("authorization"))
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)

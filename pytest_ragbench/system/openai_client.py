@@ -14,8 +14,12 @@ and remembered for the session, trying in turn: ``response_format`` of type
 (llama.cpp's grammar: llama-cpp-python's server answers HTTP 500 to ``json_schema``),
 then plain text with the schema in a system message and strict JSON extraction. A reply
 that rejects the requested mode (any status whose body names ``response_format`` or
-``json_schema``) moves on to the next mode at once instead of being retried; the first
-call negotiates while the others wait for its outcome.
+``json_schema``) moves on to the next mode at once instead of being retried. The first
+call probes the modes, one attempt each, while the others wait; the lock is held only
+for those attempts, never through retries: a probe that fails for another reason (a
+timeout, a 500) leaves the mode unsettled, and from then on every call goes on
+concurrently in the first mode not refused, retrying on its own, the first success
+settling the mode.
 The API key is read from the environment, sent in the Authorization header and
 nowhere else: not in repr, errors, logs or cache keys.
 """
@@ -120,6 +124,7 @@ class OpenAICompatibleClient:
             weakref.WeakKeyDictionary())
         self._mode: str | None = None  # the negotiated structured-output mode
         self._rejected: set[str] = set()  # modes this server refused
+        self._unsettled = False  # a probe failed without a verdict: calls no longer wait
         self.records: list[CallRecord] = []
         self.http_requests = 0
 
@@ -281,67 +286,82 @@ class OpenAICompatibleClient:
         if schema is None:
             payload, latency, attempts = await self._post(body, schema_requested=False)
             return payload, latency, attempts, "text"
-        if self._mode is None:
-            async with self._state().negotiation:  # the first call negotiates, others wait
-                if self._mode is None:
-                    return await self._negotiate(body, schema)
-        return await self._in_mode(self._mode, body, schema)
+        failed: _Retry | None = None  # this call's first attempt, made while probing
+        if self._mode is None and not self._unsettled:
+            async with self._state().negotiation:  # the first call probes, others wait
+                if self._mode is None and not self._unsettled:
+                    probed = await self._probe(body, schema)
+                    if not isinstance(probed, _Retry):
+                        return probed
+                    failed = probed
+        while True:
+            mode = self._mode or next(m for m in MODES if m not in self._rejected)
+            try:
+                payload, latency, attempts = await self._post(
+                    _in_mode(mode, body, schema), mode != "text", failed)
+            except _SchemaRejected:
+                self._rejected.add(mode)  # refused while unsettled: the next mode, at once
+                failed = None
+                continue
+            if self._mode is None:
+                self._mode = mode
+            return payload, latency, attempts, mode
 
-    async def _negotiate(self, body: dict[str, Any], schema: Mapping[str, Any]
-                         ) -> tuple[dict[str, Any], float, int, str]:
-        """Try the modes in order; the first that is not refused is kept for the session."""
+    async def _probe(self, body: dict[str, Any], schema: Mapping[str, Any]
+                     ) -> tuple[dict[str, Any], float, int, str] | _Retry:
+        """One attempt in each mode in turn, until one is answered (kept for the session).
+
+        A refused mode moves on to the next; a failure that is no refusal (a timeout, a
+        500) ends the probing with the mode unsettled and is returned, as the first
+        attempt of the call that made it.
+        """
+        url, state = f"{self.base_url}/chat/completions", self._state()
         for mode in MODES:
             if mode in self._rejected:
                 continue
             try:
-                result = await self._in_mode(mode, body, schema)
+                payload, latency = await self._attempt(state, url, _in_mode(mode, body, schema),
+                                                       mode != "text")
             except _SchemaRejected:
                 self._rejected.add(mode)
                 continue
+            except _Retry as failure:
+                self._unsettled = True
+                return failure
             self._mode = mode
-            return result
+            return payload, latency, 1, mode
         raise AssertionError("the text mode is never refused")  # pragma: no cover
 
-    async def _in_mode(self, mode: str, body: dict[str, Any], schema: Mapping[str, Any]
-                       ) -> tuple[dict[str, Any], float, int, str]:
-        if mode == "json_schema":
-            body = {**body, "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": str(schema.get("title") or "reply"),
-                                "schema": dict(schema)}}}
-        elif mode == "json_object":
-            body = {**body, "response_format": {"type": "json_object", "schema": dict(schema)}}
-        else:
-            instruction = {"role": "system",
-                           "content": JSON_INSTRUCTION + json.dumps(schema, sort_keys=True)}
-            body = {**body, "messages": [*body["messages"], instruction]}
-        payload, latency, attempts = await self._post(body, schema_requested=mode != "text")
-        return payload, latency, attempts, mode
-
-    async def _post(self, body: Mapping[str, Any],
-                    schema_requested: bool) -> tuple[dict[str, Any], float, int]:
+    async def _post(self, body: Mapping[str, Any], schema_requested: bool,
+                    failed: _Retry | None = None) -> tuple[dict[str, Any], float, int]:
+        """The request with its retries; ``failed``: a first attempt already made, failed."""
         url = f"{self.base_url}/chat/completions"
         state = self._state()
         attempt = 0
+        if failed is not None:
+            attempt = 1
+            await self._before_retry(failed, attempt)
         while True:
             attempt += 1
             try:
                 payload, latency = await self._attempt(state, url, body, schema_requested)
                 return payload, latency, attempt
             except _Retry as retry:
-                if attempt > self.max_retries:
-                    raise RetriesExhausted(
-                        f"{self.role} call to model {self.model!r} at {mask_url(self.base_url)} "
-                        f"failed after {attempt} attempts: {retry.reason}", attempt) from None
-                delay = retry.delay
-                if delay is not None and delay > self.max_retry_after_s:
-                    raise ModelCallError(
-                        f"{self.role} call to model {self.model!r} at {mask_url(self.base_url)}: "
-                        f"{retry.reason}; the server asks to wait {delay:.0f} s, more than "
-                        f"{self.max_retry_after_s:.0f} s") from None
-                if delay is None:
-                    delay = self._backoff(attempt)
-                await asyncio.sleep(delay)
+                await self._before_retry(retry, attempt)
+
+    async def _before_retry(self, retry: _Retry, attempt: int) -> None:
+        """Wait before the next attempt, or raise when there is to be none."""
+        if attempt > self.max_retries:
+            raise RetriesExhausted(
+                f"{self.role} call to model {self.model!r} at {mask_url(self.base_url)} "
+                f"failed after {attempt} attempts: {retry.reason}", attempt) from None
+        delay = retry.delay
+        if delay is not None and delay > self.max_retry_after_s:
+            raise ModelCallError(
+                f"{self.role} call to model {self.model!r} at {mask_url(self.base_url)}: "
+                f"{retry.reason}; the server asks to wait {delay:.0f} s, more than "
+                f"{self.max_retry_after_s:.0f} s") from None
+        await asyncio.sleep(self._backoff(attempt) if delay is None else delay)
 
     async def _attempt(self, state: _LoopState, url: str, body: Mapping[str, Any],
                        schema_requested: bool) -> tuple[dict[str, Any], float]:
@@ -377,6 +397,19 @@ class OpenAICompatibleClient:
         """Exponential backoff with equal jitter: half fixed, half random."""
         ceiling = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
         return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+def _in_mode(mode: str, body: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The request body asking for ``schema`` in structured-output ``mode``."""
+    if mode == "json_schema":
+        return {**body, "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": str(schema.get("title") or "reply"), "schema": dict(schema)}}}
+    if mode == "json_object":
+        return {**body, "response_format": {"type": "json_object", "schema": dict(schema)}}
+    instruction = {"role": "system",
+                   "content": JSON_INSTRUCTION + json.dumps(schema, sort_keys=True)}
+    return {**body, "messages": [*body["messages"], instruction]}
 
 
 def _parse(text: str, mode: str, schema: Mapping[str, Any] | None,
