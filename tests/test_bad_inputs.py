@@ -229,6 +229,48 @@ def test_a_dead_judge_costs_one_calls_bound_not_one_per_row(project: RagbenchPro
         assert "failed after 2 attempts: no reply within 1 s" in item["unscored"]["accuracy"]
 
 
+@pytest.mark.parametrize("mode", [(), ("-n", "2")], ids=["plain", "n2"])
+def test_a_read_only_cache_is_read_with_one_warning(project: RagbenchProject,
+                                                    mode: tuple[str, ...]) -> None:
+    """A warm cache in a folder the user cannot write: its answers are used, nothing stops.
+
+    Run as an ordinary user would (root ignores file modes). Before, every item stopped
+    with "attempt to write a readonly database (delete it ...)".
+    """
+    import sys
+
+    from pytest_ragbench.system.loopback import LoopbackServer
+    from tests.helpers import as_user
+
+    rows = "".join(f'"{city}","[{{\'page_content\': \'{city} is a city.\'}}]",'
+                   f'"",2024-01-01,"Which city is number {i}?"\n'
+                   for i, city in enumerate(["Paris", "Rome", "Oslo"]))
+    project.cases("cities.ragcsv.csv", rows)
+    with LoopbackServer() as generator, LoopbackServer('{"score": 80}') as judge:
+        args = ["-q", "--ragbench", "-k", "ragcsv", "--ragbench-cache=cache",
+                f"--ragbench-llm-url={generator.url}", f"--ragbench-judge-url={judge.url}",
+                *mode]
+        warm, _ = _timed(project, *args)
+        warm.assert_outcomes(passed=3)
+        asked = len(generator.requests) + len(judge.requests)
+        cache = project.path / "cache"
+        for path in [cache, *cache.rglob("*")]:
+            path.chmod(path.stat().st_mode & ~0o222)
+        try:
+            result = project.pytester.run(*as_user([sys.executable, "-m", "pytest", *args]),
+                                          timeout=120)
+        finally:
+            for path in [cache, *cache.rglob("*")]:
+                path.chmod(path.stat().st_mode | 0o200)
+        assert len(generator.requests) + len(judge.requests) == asked  # all from the cache
+    result.assert_outcomes(passed=3)
+    output = result.stdout.str()
+    assert output.count("CacheWarning: the cache") == 1, output
+    result.stdout.fnmatch_lines([f"*CacheWarning: the cache {cache} cannot be written (*): "
+                                 "its entries are read, new ones are not stored"])
+    assert all(item["metrics"]["accuracy"] == 80.0 for item in project.items_by_case().values())
+
+
 def test_help_prints_the_worst_case_per_call(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--help")
     text = " ".join(result.stdout.str().split())
