@@ -395,3 +395,43 @@ def test_a_probe_that_times_out_leaves_the_mode_to_the_first_success(
         assert server.requests[-1]["response_format"]["type"] == "json_object"
     finally:
         client.close()
+
+
+def test_the_served_model_is_recorded_and_kept_in_the_cache(server: LoopbackServer,
+                                                            tmp_path: Path) -> None:
+    server.model = "other-model-7b"  # a server that answers as another model
+    caches = Caches.open(tmp_path)
+    client = make_client(server, cache=caches.responses)
+    try:
+        reply = client.generate(HI)
+        assert (reply.model, reply.served_model) == ("test-model", "other-model-7b")
+        again = client.generate(HI)  # from the cache: the served model is remembered
+        assert again.cached and again.served_model == "other-model-7b"
+        assert client.stats()["served_models"] == {"other-model-7b": 2}
+    finally:
+        client.close()
+    server.model = None
+    plain = make_client(server)
+    try:
+        assert plain.generate([{"role": "user", "content": "x"}]).served_model == "test-model"
+    finally:
+        plain.close()
+
+
+@pytest.mark.parametrize(("asked", "served", "different"), [
+    ("gpt-4o", "gpt-4o", False),
+    ("gpt-4o", "gpt-4o-2024-08-06", False),  # a dated snapshot of the model asked for
+    ("gpt-4", "gpt-4-0613", False),
+    ("gpt-4", "gpt-4o", True),
+    ("gpt-4", "gpt-4-turbo", True),
+    ("gpt-4o-mini", "gpt-4o", True),
+    ("llama3", "qwen2.5:7b", True),
+])
+def test_which_served_model_is_another_model(asked: str, served: str, different: bool) -> None:
+    from pytest_ragbench import served as served_mod
+
+    assert served_mod.differs(asked, served) is different
+    usage = {"judge": {"models": {asked: {served: 3}}}}
+    expected = ([f"judge: asked for model {asked!r}, the server answered as {served!r} "
+                 "(3 of 3 calls)"] if different else [])
+    assert served_mod.mismatches(usage) == expected

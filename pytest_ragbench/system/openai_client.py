@@ -35,6 +35,7 @@ import os
 import random
 import time
 import weakref
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,7 @@ class CallRecord:
     cached: bool
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
+    served_model: str | None = None
 
 
 class RetriesExhausted(ModelCallError):
@@ -182,7 +184,7 @@ class OpenAICompatibleClient:
             raise ModelCallError(message) from None
         generation = Generation(text=text, model=self.model,
                                 usage=Usage.from_dict(payload.get("usage")), latency_s=latency,
-                                attempts=attempts)
+                                attempts=attempts, served_model=_served_model(payload))
         if schema is not None or parse_reply is not None:
             try:
                 data = _parse(text, mode, schema, parse_reply)
@@ -195,7 +197,8 @@ class OpenAICompatibleClient:
             generation = dataclasses.replace(generation, data=data)
         if self.cache is not None:
             self.cache.put(key, {"text": text, "usage": generation.usage.to_dict(),
-                                 "data": generation.data, "mode": mode})
+                                 "data": generation.data, "mode": mode,
+                                 "served_model": generation.served_model})
         self._record(generation, time.perf_counter() - started)
         return generation
 
@@ -214,9 +217,11 @@ class OpenAICompatibleClient:
                               parse_reply)
             except (ValueError, ModelCallError):
                 return None
+        served = hit.get("served_model")
         return Generation(text=hit["text"], model=self.model,
                           usage=Usage.from_dict(hit.get("usage")), latency_s=0.0,
-                          cached=True, data=data, attempts=0)
+                          cached=True, data=data, attempts=0,
+                          served_model=served if isinstance(served, str) else None)
 
     def stats(self) -> dict[str, Any]:
         """Return call counts, cache hits, errors, tokens and mean latency."""
@@ -232,6 +237,7 @@ class OpenAICompatibleClient:
             "prompt_tokens": sum(r.usage.prompt_tokens for r in records),
             "completion_tokens": sum(r.usage.completion_tokens for r in records),
             "mean_latency_s": sum(r.latency_s for r in live) / len(live) if live else None,
+            "served_models": dict(Counter(r.served_model for r in records if r.served_model)),
         }
 
     async def aclose(self) -> None:
@@ -276,7 +282,8 @@ class OpenAICompatibleClient:
 
     def _record(self, generation: Generation, wall: float) -> None:
         self.records.append(CallRecord(self.model, generation.latency_s, wall,
-                                       generation.attempts, generation.cached, generation.usage))
+                                       generation.attempts, generation.cached, generation.usage,
+                                       served_model=generation.served_model))
 
     async def _complete(self, chat: list[dict[str, str]], params: Mapping[str, Any],
                         schema: Mapping[str, Any] | None
@@ -418,6 +425,14 @@ def _parse(text: str, mode: str, schema: Mapping[str, Any] | None,
     if parse_reply is not None:
         return parse_reply(text, mode)
     return parse_json_reply(text, schema)
+
+
+def _served_model(payload: dict[str, Any]) -> str | None:
+    """The reply's ``model``: the model the server says answered (None when it says none)."""
+    served = payload.get("model")
+    if not isinstance(served, str) or not served.strip():
+        return None
+    return served.strip()[:200]
 
 
 def _content(payload: Any) -> str:
