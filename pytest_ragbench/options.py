@@ -117,6 +117,9 @@ INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
     # -- bounds on outside calls (issue 17) --
     ("ragbench_sql_timeout", "seconds one SQL statement (and connecting) may take before it "
      "is stopped and its item fails (default 30)", "string", "30"),
+    ("ragbench_max_reply_bytes", "model replies (and other texts of a record) are stored cut "
+     "to this many bytes, the cut noted (default 1000000; suffixes kB, MB, KiB, MiB)",
+     "string", "1000000"),
 )
 
 

@@ -12,6 +12,7 @@ boundary (items run, or files collected, in workers) run three ways: no flag, ``
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 import threading
@@ -269,6 +270,67 @@ def test_a_read_only_cache_is_read_with_one_warning(project: RagbenchProject,
     result.stdout.fnmatch_lines([f"*CacheWarning: the cache {cache} cannot be written (*): "
                                  "its entries are read, new ones are not stored"])
     assert all(item["metrics"]["accuracy"] == 80.0 for item in project.items_by_case().values())
+
+
+def _longest_string(value: object) -> int:
+    if isinstance(value, str):
+        return len(value.encode())
+    if isinstance(value, dict):
+        value = list(value.values())
+    return max((_longest_string(v) for v in value), default=0) if isinstance(value, list) else 0
+
+
+def test_a_50_mb_model_reply_is_stored_cut(project: RagbenchProject) -> None:
+    """The generator answers 50 MB: the cache, the records and the reports keep 1 MB of it."""
+    from pytest_ragbench.system.loopback import LoopbackServer
+
+    project.cases("cities.ragcsv.csv",
+                  '"Paris","[{\'page_content\': \'Paris is a city.\'}]","",2024-01-01,'
+                  '"Which city?"\n')
+    with LoopbackServer("x" * 50_000_000) as generator, \
+            LoopbackServer('{"score": 10}') as judge:
+        result, _ = _timed(project, "-q", "--ragbench", "-k", "ragcsv", "--ragbench-cache=cache",
+                           f"--ragbench-llm-url={generator.url}",
+                           f"--ragbench-judge-url={judge.url}", "--ragbench-timeout=100")
+        graded = judge.requests
+    result.assert_outcomes(passed=1)
+    record = project.items_by_case()["cities:1"]
+    got = record["evidence"]["got"]
+    assert got.endswith("\n[... cut: the reply has 50,000,000 bytes, ragbench_max_reply_bytes "
+                        "keeps 1,000,000]")
+    assert _longest_string(record) < 1_000_100
+    assert len(json.dumps(graded[0]).encode()) < 1_100_000  # the judge read the cut answer
+    written = [*(project.path / "cache").iterdir(), *project.report_dir().iterdir()]
+    sizes = {p.name: p.stat().st_size for p in written if p.is_file()}
+    assert max(sizes.values()) < 3_000_000, sizes  # 50 MB each before
+
+
+BIG_SYSTEM = """
+import pytest
+from pytest_ragbench.system.protocols import Answer
+
+
+class Talkative:
+    def answer(self, question, history=None):
+        return Answer(text="3 teams. " + "y" * 3_000_000)
+
+
+@pytest.fixture(scope="session")
+def ragbench_system():
+    return Talkative()
+"""
+
+
+def test_a_systems_own_long_answer_is_recorded_cut(project: RagbenchProject) -> None:
+    project.ini(ragbench_db_url="sqlite:///scores.db", ragbench_max_reply_bytes="100 kB",
+                addopts="-p no:cacheprovider")
+    project.makeconftest(BIG_SYSTEM)
+    result, _ = _timed(project, "-q", "--ragbench", "-k", "sql[")
+    result.assert_outcomes(passed=1)
+    record = project.items_by_case()["good"]
+    assert _longest_string(record) < 100_100
+    texts = json.dumps(record)
+    assert "cut: the reply has 3,000,009 bytes, ragbench_max_reply_bytes keeps 100,000" in texts
 
 
 def test_help_prints_the_worst_case_per_call(pytester: pytest.Pytester) -> None:

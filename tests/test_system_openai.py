@@ -435,3 +435,69 @@ def test_which_served_model_is_another_model(asked: str, served: str, different:
     expected = ([f"judge: asked for model {asked!r}, the server answered as {served!r} "
                  "(3 of 3 calls)"] if different else [])
     assert served_mod.mismatches(usage) == expected
+
+
+def test_a_reply_over_the_cap_is_stored_cut_with_a_note(server: LoopbackServer,
+                                                        tmp_path: Path) -> None:
+    server.reply = "é" + "x" * 3_000_000  # 3 MB
+    caches = Caches.open(tmp_path)
+    client = make_client(server, cache=caches.responses, max_reply_bytes=1_000_000,
+                         timeout_s=60)
+    try:
+        reply = client.generate(HI)
+        kept, note = reply.text.split("\n[... ", 1)
+        assert len(reply.text.encode()) == 1_000_000 and kept.startswith("éxx")
+        assert note == "cut: the reply has 3,000,002 bytes, ragbench_max_reply_bytes keeps " \
+                       "1,000,000]"
+        assert client.generate(HI).text == reply.text  # the cut text is what was cached
+        store = caches.responses.store
+        assert store is not None and store.close() is None
+        assert (tmp_path / "responses.sqlite3").stat().st_size < 1_200_000
+    finally:
+        client.close()
+
+
+def test_a_structured_reply_over_the_cap_is_unusable_and_not_cached(
+        server: LoopbackServer, tmp_path: Path) -> None:
+    server.reply = json.dumps({"score": 1, "why": "x" * 2_000_000})
+    caches = Caches.open(tmp_path)
+    client = make_client(server, cache=caches.responses, max_reply_bytes=1_000_000,
+                         timeout_s=60)
+    try:
+        with pytest.raises(UnusableReply, match=rf"the reply has {len(server.reply):,} bytes, "
+                                                r"more than ragbench_max_reply_bytes "
+                                                r"\(1,000,000\)"):
+            client.generate(HI, schema=SCHEMA)
+        assert caches.responses.store is not None and caches.responses.store.count() == 0
+    finally:
+        client.close()
+
+
+def test_a_body_over_the_read_limit_is_not_read_nor_asked_again(server: LoopbackServer) -> None:
+    server.reply = "x" * 3_000_000
+    client = make_client(server, max_reply_bytes=1_000_000, timeout_s=60)
+    client.max_body_bytes = 2_000_000  # (64 MB at least in use: kept small here)
+    try:
+        with pytest.raises(ModelCallError, match="the reply is over 2,000,000 bytes, not read"):
+            client.generate(HI)
+        assert len(server.requests) == 1
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize(("text", "size"), [
+    ("short", None), ("ab" * 600, 1200), ("€" * 400, 1200), ("x" * 4096, 4096),
+])
+def test_cut_keeps_whole_characters_and_says_so(text: str, size: int | None) -> None:
+    from pytest_ragbench.replies import cut, cut_strings
+
+    found, cut_from = cut(text, 1024)
+    assert cut_from == size
+    if size is None:
+        assert found == text
+    else:
+        kept, note = found.split("\n[... ", 1)
+        assert text.startswith(kept) and len(found.encode()) in range(1021, 1025)
+        assert note == f"cut: the reply has {size:,} bytes, ragbench_max_reply_bytes keeps 1,024]"
+        assert cut(found, 1024) == (found, None)  # cut once, it stays as it is
+    assert cut_strings({"a": [text, 3], "b": (text,)}, 1024) == {"a": [found, 3], "b": [found]}

@@ -42,8 +42,10 @@ from typing import Any
 
 import httpx
 
+from pytest_ragbench import replies
 from pytest_ragbench.config import mask_url
 from pytest_ragbench.errors import ModelCallError, UnusableReply
+from pytest_ragbench.replies import DEFAULT_MAX_REPLY_BYTES
 from pytest_ragbench.system.aio import LoopThread
 from pytest_ragbench.system.cache import ResponseCache
 from pytest_ragbench.system.prompts import parse_json_reply, shorten
@@ -54,6 +56,7 @@ JSON_INSTRUCTION = "Reply with one JSON object only, no prose, matching this JSO
 # Structured-output modes, in the order they are tried.
 MODES = ("json_schema", "json_object", "text")
 REJECTION_WORDS = ("response_format", "json_schema")
+BODY_FACTOR, BODY_FLOOR_BYTES = 64, 128 * 2**20  # the most of a reply's body read
 ReplyParser = Callable[[str, str], Any]
 """``parse_reply(text, mode) -> data``: raises ValueError or ModelCallError when unusable."""
 
@@ -88,6 +91,14 @@ class _Retry(Exception):
         self.reason, self.delay = reason, delay
 
 
+class _ReplyTooLarge(Exception):
+    """The reply's body is larger than the client reads."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.limit = limit
+
+
 class _SchemaRejected(Exception):
     """The server does not accept the requested ``response_format``."""
 
@@ -107,7 +118,8 @@ class OpenAICompatibleClient:
                  backoff_base_s: float = 0.5, backoff_max_s: float = 20.0,
                  max_retry_after_s: float = 120.0, max_tokens: int = 512, seed: int = 0,
                  cache: ResponseCache | None = None, loop: LoopThread | None = None,
-                 role: str = "generator") -> None:
+                 role: str = "generator",
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.base_url = base_url.rstrip("/")
@@ -120,6 +132,9 @@ class OpenAICompatibleClient:
         self.max_tokens, self.seed = max_tokens, seed
         self.cache = cache
         self.role = role
+        self.max_reply_bytes = max_reply_bytes  # of a reply's text, as stored
+        # of a reply's body, as read: room for a text over the cap (it is cut), not for any
+        self.max_body_bytes = max(BODY_FLOOR_BYTES, BODY_FACTOR * max_reply_bytes)
         self._loop_thread = loop
         self._own_loop = loop is None
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
@@ -175,7 +190,7 @@ class OpenAICompatibleClient:
         started = time.perf_counter()
         try:
             payload, latency, attempts, mode = await self._complete(chat, params, schema)
-            text = _content(payload)
+            text, size = replies.cut(_content(payload), self.max_reply_bytes)
         except ModelCallError as exc:
             message = self._scrub(str(exc))
             attempts = exc.attempts if isinstance(exc, RetriesExhausted) else 1
@@ -187,6 +202,9 @@ class OpenAICompatibleClient:
                                 attempts=attempts, served_model=_served_model(payload))
         if schema is not None or parse_reply is not None:
             try:
+                if size is not None:  # a cut reply is not the whole answer: never parsed
+                    raise ValueError(f"the reply has {size:,} bytes, more than "
+                                     f"{replies.INI} ({self.max_reply_bytes:,})")
                 data = _parse(text, mode, schema, parse_reply)
             except (ValueError, ModelCallError) as exc:
                 message = self._scrub(f"{self.role} call to model {self.model!r}: {exc}")
@@ -376,8 +394,11 @@ class OpenAICompatibleClient:
             self.http_requests += 1
             started = time.perf_counter()
             try:
-                response = await asyncio.wait_for(
-                    state.client.post(url, json=body, headers=self._headers()), self.timeout_s)
+                response = await asyncio.wait_for(self._read(state, url, body), self.timeout_s)
+            except _ReplyTooLarge as exc:  # asking again would bring the same
+                raise ModelCallError(f"{self.role} call to model {self.model!r} at "
+                                     f"{mask_url(self.base_url)}: the reply is over "
+                                     f"{exc.limit:,} bytes, not read") from None
             except (TimeoutError, httpx.TimeoutException):
                 raise _Retry(f"no reply within {self.timeout_s:g} s") from None
             except httpx.TransportError as exc:
@@ -399,6 +420,22 @@ class OpenAICompatibleClient:
             raise _Retry(reason, _retry_after(response.headers))
         raise ModelCallError(f"{self.role} call to model {self.model!r} at "
                              f"{mask_url(self.base_url)} failed: {reason}")
+
+    async def _read(self, state: _LoopState, url: str, body: Mapping[str, Any]
+                    ) -> httpx.Response:
+        """POST and read the reply, never more than :attr:`max_body_bytes` of it."""
+        async with state.client.stream("POST", url, json=body,
+                                       headers=self._headers()) as streamed:
+            chunks, size = [], 0
+            async for chunk in streamed.aiter_bytes():  # decompressed
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    raise _ReplyTooLarge(self.max_body_bytes)
+                chunks.append(chunk)
+        headers = [(k, v) for k, v in streamed.headers.multi_items()
+                   if k.lower() not in ("content-encoding", "content-length")]
+        return httpx.Response(streamed.status_code, headers=headers, content=b"".join(chunks),
+                              request=streamed.request)
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with equal jitter: half fixed, half random."""
