@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,7 @@ from pytest_ragbench import options
 from pytest_ragbench.errors import ConfigError, did_you_mean
 from pytest_ragbench.ragcsv_env import env_setting, ragcsv_env_files
 from pytest_ragbench.redact import mask_url, scrub_data
+from pytest_ragbench.replies import DEFAULT_MAX_REPLY_BYTES
 
 PERTURBATION_KINDS = ("typos", "drop", "double", "case", "whitespace", "punctuation",
                       "filler", "synonyms", "injection")
@@ -68,6 +70,7 @@ class RagbenchConfig:
     timeout_s: float = 60.0      # one model / vector-database request
     retries: int = 4             # its retries
     sql_timeout_s: float = 30.0  # one SQL statement
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # one stored model reply
     # Judged metrics (issue 14): unscored limit and repeated judging.
     max_unscored: float = 0.2
     judge_samples: int = 1
@@ -127,6 +130,7 @@ class RagbenchConfig:
             "timeout_s": self.timeout_s,
             "retries": self.retries,
             "sql_timeout_s": self.sql_timeout_s,
+            "max_reply_bytes": self.max_reply_bytes,
             "max_unscored": self.max_unscored,
             "judge_samples": self.judge_samples,
             "judge_temperature": self.judge_temperature,
@@ -160,6 +164,23 @@ def _seconds(name: str, raw: Any) -> float:
         raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
     if not number > 0 or number == float("inf"):
         raise ConfigError(f"{name} must be a positive number of seconds, got {raw!r}")
+    return number
+
+
+_BYTE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024,
+               "mib": 1024**2, "gib": 1024**3}
+
+
+def _bytes(name: str, raw: Any) -> int:
+    """A size in bytes: ``1000000``, ``1 MB``, ``512KiB``."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(raw))
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _BYTE_UNITS:
+        raise ConfigError(f"{name} must be a size in bytes (1000000, 1 MB, 512 KiB), "
+                          f"got {raw!r}")
+    number = int(float(match.group(1)) * _BYTE_UNITS[unit])
+    if number < 1024:
+        raise ConfigError(f"{name} must be at least 1024 bytes, got {raw!r}")
     return number
 
 
@@ -336,6 +357,8 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         timeout_s=_seconds("--ragbench-timeout", options.value(config, "ragbench_timeout")),
         retries=_int("--ragbench-retries", options.value(config, "ragbench_retries"), minimum=0),
         sql_timeout_s=_seconds("ragbench_sql_timeout", config.getini("ragbench_sql_timeout")),
+        max_reply_bytes=_bytes("ragbench_max_reply_bytes",
+                               config.getini("ragbench_max_reply_bytes")),
         **_judging(config),
         setting_files=settings["files"],
         resume=bool(options.value(config, "ragbench_resume")),

@@ -24,6 +24,7 @@ from pytest_ragbench.kinds import ANY_CASE_KIND, EVALUATION, ItemKind, Outcome, 
 from pytest_ragbench.metrics.repeated import inconclusive
 from pytest_ragbench.records import ItemRecord
 from pytest_ragbench.redact import scrub
+from pytest_ragbench.replies import cut_strings
 from pytest_ragbench.system.checks import SPECS, require
 from pytest_ragbench.system.fixtures import ANSWER_REQUEST, without_answer_from
 from pytest_ragbench.system.protocols import AnswerRequest
@@ -297,6 +298,8 @@ class CaseItem(pytest.Function):
         if cluster is not None:  # the report resamples items by cluster
             fields = {**fields, "cluster": cluster}
         usage = dict(outcome.usage)
+        # replies (the system's own included) are stored cut to ragbench_max_reply_bytes
+        limit = get_config(self.config).max_reply_bytes
         flat = any(key in usage for key in ("calls", "latency_s"))  # one role, unnamed
         if context is not None and context.service_s and not flat:
             # The plugin's own clock around each system call, beside the system's latency_s.
@@ -309,13 +312,14 @@ class CaseItem(pytest.Function):
             case_id=self.case.id, file=self.location[0], line=self.case.line, status=status,
             system=self.system_name, fields=fields,
             tags=list(self.case.tags), metrics=dict(outcome.metrics),
-            unscored=dict(outcome.unscored), thresholds=dict(limits or {}),
-            failures=list(failures or []), warnings=list(outcome.warnings),
-            duration=duration, error=error, evidence=dict(outcome.evidence),
+            unscored=cut_strings(dict(outcome.unscored), limit), thresholds=dict(limits or {}),
+            failures=cut_strings(list(failures or []), limit), warnings=list(outcome.warnings),
+            duration=duration, error=cut_strings(error, limit),
+            evidence=cut_strings(dict(outcome.evidence), limit),
             usage=usage, human=dict(self.case.human),
             system_independent=outcome.system_independent, judge=dict(outcome.judge),
-            answers=list(context.traces) if context is not None else [],
-            summary=outcome.summary,
+            answers=cut_strings(list(context.traces), limit) if context is not None else [],
+            summary=cut_strings(outcome.summary, limit),
         )
 
     def record_for_report(self, status: str, message: str | None) -> ItemRecord:

@@ -72,3 +72,23 @@ def make_scores_db(path: Path) -> Path:
         """)
     connection.close()
     return path
+
+
+def as_user(command: list[str]) -> list[str]:
+    """``command`` run as an ordinary user would: without root's power to ignore file modes.
+
+    Under root, setpriv drops the capabilities that override permissions (the process
+    stays uid 0, owner of the test's files); an ordinary user runs the command as it is.
+    """
+    import os
+    import shutil
+
+    import pytest
+
+    if os.geteuid() != 0:
+        return command
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: file modes cannot be enforced")
+    return [setpriv, "--bounding-set", "-dac_override,-dac_read_search", "--inh-caps=-all",
+            "--", *command]

@@ -12,6 +12,7 @@ boundary (items run, or files collected, in workers) run three ways: no flag, ``
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 import threading
@@ -66,6 +67,51 @@ def test_endless_recursive_sql_fails_its_item_within_the_bound(
     result.stdout.fnmatch_lines(["*database error: the statement was stopped after 1.* s: "
                                  "ini ragbench_sql_timeout is 1 s*"])
     assert seconds < 60  # killed at 120 s before, with no report
+
+
+FTS_CASES = """\
+- id: tokenizer
+  question: q
+  expected_sql: SELECT fts3_tokenizer('simple', X'4141414141414141') AS t
+  ground_truth_data: {t: x}
+- id: search
+  question: q
+  expected_sql: SELECT body FROM docs WHERE docs MATCH 'hello'
+  ground_truth_data: {body: hello world}
+"""
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
+def test_a_function_that_crashes_sqlite_fails_its_item_and_the_rest_runs(
+        project: RagbenchProject, mode: tuple[str, ...]) -> None:
+    import sqlite3
+
+    with sqlite3.connect(project.path / "scores.db") as connection:
+        connection.execute("CREATE VIRTUAL TABLE docs USING fts3(body)")
+        connection.execute("INSERT INTO docs VALUES ('hello world'), ('goodbye')")
+    project.cases("fts.yaml", FTS_CASES)
+    result, _ = _timed(project, "-q", "-p", "no:randomly", *mode)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # a segmentation fault (139) before
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*sql_ground_truth: tokenizer*",
+                                 "database error: the SQL function fts3_tokenizer() is not "
+                                 "allowed: it registers an FTS3 tokenizer from a raw pointer*"])
+    assert project.items_by_case()["search"]["status"] == "passed"  # FTS itself still reads
+
+
+def test_a_huge_blob_is_refused_at_once_within_the_memory_bound(
+        project: RagbenchProject) -> None:
+    project.ini(ragbench_db_url="sqlite:///scores.db", ragbench_sql_timeout=5,
+                addopts="-p no:cacheprovider")
+    project.cases("blob.yaml", (
+        "- id: blob\n  question: q\n"
+        "  expected_sql: SELECT length(hex(randomblob(400000000))) AS n\n"
+        "  ground_truth_data: {n: 800000000}\n"))
+    result, _ = _timed(project, "-q")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*database error: string or blob too big: one value may hold "
+                                 "at most 64 MiB*"])
+    assert project.items_by_case()["blob"]["duration"] < 1.0  # 23 s and 1.99 GB before
 
 
 class SilentServer:
@@ -149,6 +195,142 @@ def test_model_server_that_hangs_costs_retries_times_timeout(
                                  " failed after 2 attempts: no reply within 0.5 s*"])
     assert asked == 2  # one try and one retry, as the flags say
     assert seconds < 60  # 5 x 60 s per call before, with no flag to change it
+
+
+def test_a_dead_judge_costs_one_calls_bound_not_one_per_row(project: RagbenchProject) -> None:
+    """Six RAGCSV rows graded by a judge that accepts connections and never answers.
+
+    At --ragbench-concurrency 8 the six judge calls hang together: their time is about
+    one call's bound (2 attempts of 1 s and a backoff) after one probe. With the
+    negotiation lock held through the retries they hung one after another (~31 minutes
+    at the default timeout and retries).
+    """
+    from pytest_ragbench.system.loopback import LoopbackServer
+
+    rows = "".join(f'"{city}","[{{\'page_content\': \'{city} is a city.\'}}]",'
+                   f'"",2024-01-01,"Which city is number {i}?"\n'
+                   for i, city in enumerate(["Paris", "Rome", "Oslo", "Bern", "Riga", "Kyiv"]))
+    project.cases("cities.ragcsv.csv", rows)
+    timeout, retries = 1.0, 1
+    with LoopbackServer() as generator, LoopbackServer() as judge:
+        judge.fail(*["hang"] * 100)
+        result, _ = _timed(project, "-q", "--ragbench", "-k", "ragcsv", "--ragbench-no-cache",
+                           f"--ragbench-llm-url={generator.url}",
+                           f"--ragbench-judge-url={judge.url}", "--ragbench-concurrency=8",
+                           f"--ragbench-timeout={timeout:g}", f"--ragbench-retries={retries}",
+                           "--ragbench-max-unscored=1")
+        arrivals = list(judge.arrivals)
+    result.assert_outcomes(passed=6)  # accuracy unscored, the rows kept
+    assert len(arrivals) == 6 * (retries + 1)
+    open_at_once = max(sum(a <= t < a + timeout for a in arrivals) for t in arrivals)
+    assert open_at_once >= 6  # 1 or 2 before: one call at a time
+    per_call = (retries + 1) * timeout + 0.5  # its attempts and the longest backoff
+    assert arrivals[-1] + timeout - arrivals[0] < per_call + timeout + 1.5  # 6 x per_call before
+    for item in project.items_by_case().values():
+        assert "failed after 2 attempts: no reply within 1 s" in item["unscored"]["accuracy"]
+
+
+@pytest.mark.parametrize("mode", [(), ("-n", "2")], ids=["plain", "n2"])
+def test_a_read_only_cache_is_read_with_one_warning(project: RagbenchProject,
+                                                    mode: tuple[str, ...]) -> None:
+    """A warm cache in a folder the user cannot write: its answers are used, nothing stops.
+
+    Run as an ordinary user would (root ignores file modes). Before, every item stopped
+    with "attempt to write a readonly database (delete it ...)".
+    """
+    import sys
+
+    from pytest_ragbench.system.loopback import LoopbackServer
+    from tests.helpers import as_user
+
+    rows = "".join(f'"{city}","[{{\'page_content\': \'{city} is a city.\'}}]",'
+                   f'"",2024-01-01,"Which city is number {i}?"\n'
+                   for i, city in enumerate(["Paris", "Rome", "Oslo"]))
+    project.cases("cities.ragcsv.csv", rows)
+    with LoopbackServer() as generator, LoopbackServer('{"score": 80}') as judge:
+        args = ["-q", "--ragbench", "-k", "ragcsv", "--ragbench-cache=cache",
+                f"--ragbench-llm-url={generator.url}", f"--ragbench-judge-url={judge.url}",
+                *mode]
+        warm, _ = _timed(project, *args)
+        warm.assert_outcomes(passed=3)
+        asked = len(generator.requests) + len(judge.requests)
+        cache = project.path / "cache"
+        for path in [cache, *cache.rglob("*")]:
+            path.chmod(path.stat().st_mode & ~0o222)
+        try:
+            result = project.pytester.run(*as_user([sys.executable, "-m", "pytest", *args]),
+                                          timeout=120)
+        finally:
+            for path in [cache, *cache.rglob("*")]:
+                path.chmod(path.stat().st_mode | 0o200)
+        assert len(generator.requests) + len(judge.requests) == asked  # all from the cache
+    result.assert_outcomes(passed=3)
+    output = result.stdout.str()
+    assert output.count("CacheWarning: the cache") == 1, output
+    result.stdout.fnmatch_lines([f"*CacheWarning: the cache {cache} cannot be written (*): "
+                                 "its entries are read, new ones are not stored"])
+    assert all(item["metrics"]["accuracy"] == 80.0 for item in project.items_by_case().values())
+
+
+def _longest_string(value: object) -> int:
+    if isinstance(value, str):
+        return len(value.encode())
+    if isinstance(value, dict):
+        value = list(value.values())
+    return max((_longest_string(v) for v in value), default=0) if isinstance(value, list) else 0
+
+
+def test_a_50_mb_model_reply_is_stored_cut(project: RagbenchProject) -> None:
+    """The generator answers 50 MB: the cache, the records and the reports keep 1 MB of it."""
+    from pytest_ragbench.system.loopback import LoopbackServer
+
+    project.cases("cities.ragcsv.csv",
+                  '"Paris","[{\'page_content\': \'Paris is a city.\'}]","",2024-01-01,'
+                  '"Which city?"\n')
+    with LoopbackServer("x" * 50_000_000) as generator, \
+            LoopbackServer('{"score": 10}') as judge:
+        result, _ = _timed(project, "-q", "--ragbench", "-k", "ragcsv", "--ragbench-cache=cache",
+                           f"--ragbench-llm-url={generator.url}",
+                           f"--ragbench-judge-url={judge.url}", "--ragbench-timeout=100")
+        graded = judge.requests
+    result.assert_outcomes(passed=1)
+    record = project.items_by_case()["cities:1"]
+    got = record["evidence"]["got"]
+    assert got.endswith("\n[... cut: the reply has 50,000,000 bytes, ragbench_max_reply_bytes "
+                        "keeps 1,000,000]")
+    assert _longest_string(record) < 1_000_100
+    assert len(json.dumps(graded[0]).encode()) < 1_100_000  # the judge read the cut answer
+    written = [*(project.path / "cache").iterdir(), *project.report_dir().iterdir()]
+    sizes = {p.name: p.stat().st_size for p in written if p.is_file()}
+    assert max(sizes.values()) < 3_000_000, sizes  # 50 MB each before
+
+
+BIG_SYSTEM = """
+import pytest
+from pytest_ragbench.system.protocols import Answer
+
+
+class Talkative:
+    def answer(self, question, history=None):
+        return Answer(text="3 teams. " + "y" * 3_000_000)
+
+
+@pytest.fixture(scope="session")
+def ragbench_system():
+    return Talkative()
+"""
+
+
+def test_a_systems_own_long_answer_is_recorded_cut(project: RagbenchProject) -> None:
+    project.ini(ragbench_db_url="sqlite:///scores.db", ragbench_max_reply_bytes="100 kB",
+                addopts="-p no:cacheprovider")
+    project.makeconftest(BIG_SYSTEM)
+    result, _ = _timed(project, "-q", "--ragbench", "-k", "sql[")
+    result.assert_outcomes(passed=1)
+    record = project.items_by_case()["good"]
+    assert _longest_string(record) < 100_100
+    texts = json.dumps(record)
+    assert "cut: the reply has 3,000,009 bytes, ragbench_max_reply_bytes keeps 100,000" in texts
 
 
 def test_help_prints_the_worst_case_per_call(pytester: pytest.Pytester) -> None:

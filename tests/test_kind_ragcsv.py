@@ -353,3 +353,37 @@ def test_repeated_grades_are_averaged_and_an_undecided_row_is_inconclusive(
         more.assert_outcomes(passed=3, failed=1, warnings=2)  # both still undecided
         assert [r["seed"] for r in judge.requests[asked:]] == [3, 3, 3, 3]  # only the new one
         assert project.items_by_case()["capitals:4"]["metrics"]["accuracy"] == 82.5
+
+
+def test_a_judge_answering_as_another_model_is_a_warning_line(pytester: pytest.Pytester) -> None:
+    """The reply's ``model`` is recorded per role; a model not asked for is warned about.
+
+    The generator answers as the model it was asked for, the judge as another one; a warm
+    rerun (every reply from the cache) says the same.
+    """
+    project = RagbenchProject(pytester)
+    project.cases("capitals.ragcsv.csv", ragcsv_text(ROWS[:3]))
+    with _answers() as generator, LoopbackServer('{"score": 90}',
+                                                 model="cheap-judge-1b") as judge:
+        args = ("--ragbench", "-q", "-p", "no:cacheprovider", "--ragbench-cache=cache",
+                "--ragbench-llm-url", generator.url, "--ragbench-judge-url", judge.url,
+                "--ragbench-judge-model", "big-judge-70b")
+        runs = [project.runpytest_subprocess(*args) for _ in range(2)]
+        assert len(judge.requests) == 3  # the second run asked nothing
+    warning = ("WARNING served model: judge: asked for model 'big-judge-70b', the server "
+               "answered as 'cheap-judge-1b' (3 of 3 calls)")
+    for result in runs:
+        result.assert_outcomes(passed=3)
+        output = result.stdout.str()
+        assert output.count("WARNING served model:") == 1, output
+        result.stdout.fnmatch_lines([warning, "verdict: PASSED"])
+        result.stdout.fnmatch_lines(["model usage*served model",
+                                     "generator *default", "judge *cheap-judge-1b"])
+        usage = project.results()["usage"]
+        assert usage["judge"]["models"] == {"big-judge-70b": {"cheap-judge-1b": 3}}
+        assert usage["generator"]["models"] == {"default": {"default": 3}}
+        page = (project.report_dir() / "report.html").read_text(encoding="utf-8")
+        assert ("Served model: judge: asked for model &#x27;big-judge-70b&#x27;, the server "
+                "answered as &#x27;cheap-judge-1b&#x27; (3 of 3 calls)") in page
+    item = project.items_by_case()["capitals:1"]
+    assert item["usage"]["judge"]["models"] == {"big-judge-70b": {"cheap-judge-1b": 1}}

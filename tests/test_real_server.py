@@ -86,6 +86,12 @@ def test_judged_items_through_llama_cpp_servers_own_server(
     result.stdout.fnmatch_lines([f"judge  *{usage['judge']['calls']}  *"])
     assert usage["judge"]["calls"] >= judged  # at least one call per asked metric
 
+    # The served model of every answered call is recorded per role: this server names the
+    # model asked for, so no warning.
+    for role in ("generator", "judge"):
+        assert usage[role]["models"] == {"default": {"default": usage[role]["calls"]}}
+    assert "WARNING served model" not in output
+
     # No silent pass: a judged metric with more than 20% unscored fails the session.
     over = [f"{k}.{m}" for k, ms in results["judge"]["metrics"].items()
             for m, e in ms.items() if e["unscored_share"] > 0.2]

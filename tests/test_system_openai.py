@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -321,3 +322,182 @@ def test_a_reply_parser_decides_what_is_cached(server: LoopbackServer, tmp_path:
         assert len(server.requests) == 3
     finally:
         client.close()
+
+
+def _judge_many(client: OpenAICompatibleClient, n: int) -> list[object]:
+    """``n`` structured calls at once, as a kind's items call the judge; errors returned."""
+    async def many() -> list[object]:
+        return await asyncio.gather(*(
+            client.agenerate([{"role": "user", "content": str(i)}], schema=SCHEMA)
+            for i in range(n)), return_exceptions=True)
+
+    return asyncio.run(many())
+
+
+@pytest.mark.parametrize("fault", ["hang", "500"])
+def test_a_dead_judge_is_called_concurrently_not_one_call_at_a_time(
+        server: LoopbackServer, fault: str) -> None:
+    """The negotiation lock is held for one probe, never through a call's retries.
+
+    Six calls at concurrency 8 take about one call's bound (3 attempts of at most 0.5 s,
+    and the backoff between them), plus the probe they waited for; held through the
+    retries, the lock made them take six bounds, one call after another.
+    """
+    timeout, retries, requests = 0.5, 2, 6
+    server.latency_s = 0.4  # a 500 comes after 0.4 s; a hanging request waits for the timeout
+    server.fail(*[fault] * (requests * (retries + 1)))
+    client = make_client(server, concurrency=8, timeout_s=timeout, max_retries=retries)
+    per_call = (retries + 1) * timeout + 0.05 + 0.1  # attempts plus the longest backoffs
+    try:
+        started = time.perf_counter()
+        outcomes = _judge_many(client, requests)
+        elapsed = time.perf_counter() - started
+    finally:
+        client.close()
+    assert all(isinstance(o, ModelCallError) and "after 3 attempts" in str(o) for o in outcomes)
+    assert len(server.requests) == requests * (retries + 1)  # every call its own retries
+    assert [r["response_format"]["type"] for r in server.requests] == \
+        ["json_schema"] * len(server.requests)  # nothing was refused: the mode stays
+    assert client.structured_output is None
+    lasting = timeout if fault == "hang" else server.latency_s  # how long a request is open
+    open_at_once = max(sum(a <= t < a + lasting for a in server.arrivals)
+                       for t in server.arrivals)
+    assert open_at_once >= requests  # 1 or 2 before: one call at a time
+    assert elapsed < math.ceil(requests / 8) * per_call + timeout + 1.0  # 6 x per_call before
+
+
+def test_a_slow_judge_keeps_its_concurrency(server: LoopbackServer) -> None:
+    server.latency_s, server.reply = 0.3, '{"score": 1}'
+    client = make_client(server, concurrency=8, timeout_s=5)
+    try:
+        started = time.perf_counter()
+        outcomes = _judge_many(client, 17)
+        elapsed = time.perf_counter() - started
+    finally:
+        client.close()
+    assert [getattr(o, "data", o) for o in outcomes] == [{"score": 1}] * 17
+    assert server.max_in_flight == 8
+    assert elapsed < 17 * 0.3 / 2  # the probe, then two rounds of eight (5.1 s one by one)
+
+
+def test_a_probe_that_times_out_leaves_the_mode_to_the_first_success(
+        server: LoopbackServer) -> None:
+    """Unsettled after a timeout, a refusal still moves each call on, and a success settles."""
+    server.formats, server.reject_status = ("json_object",), 500
+    server.reply = '{"score": 2}'
+    server.fail("hang")  # the probe's json_schema attempt
+    client = make_client(server, concurrency=4)
+    try:
+        outcomes = _judge_many(client, 4)
+        assert [getattr(o, "data", o) for o in outcomes] == [{"score": 2}] * 4
+        assert client.structured_output == "json_object"
+        client.generate([{"role": "user", "content": "later"}], schema=SCHEMA)
+        assert server.requests[-1]["response_format"]["type"] == "json_object"
+    finally:
+        client.close()
+
+
+def test_the_served_model_is_recorded_and_kept_in_the_cache(server: LoopbackServer,
+                                                            tmp_path: Path) -> None:
+    server.model = "other-model-7b"  # a server that answers as another model
+    caches = Caches.open(tmp_path)
+    client = make_client(server, cache=caches.responses)
+    try:
+        reply = client.generate(HI)
+        assert (reply.model, reply.served_model) == ("test-model", "other-model-7b")
+        again = client.generate(HI)  # from the cache: the served model is remembered
+        assert again.cached and again.served_model == "other-model-7b"
+        assert client.stats()["served_models"] == {"other-model-7b": 2}
+    finally:
+        client.close()
+    server.model = None
+    plain = make_client(server)
+    try:
+        assert plain.generate([{"role": "user", "content": "x"}]).served_model == "test-model"
+    finally:
+        plain.close()
+
+
+@pytest.mark.parametrize(("asked", "served", "different"), [
+    ("gpt-4o", "gpt-4o", False),
+    ("gpt-4o", "gpt-4o-2024-08-06", False),  # a dated snapshot of the model asked for
+    ("gpt-4", "gpt-4-0613", False),
+    ("gpt-4", "gpt-4o", True),
+    ("gpt-4", "gpt-4-turbo", True),
+    ("gpt-4o-mini", "gpt-4o", True),
+    ("llama3", "qwen2.5:7b", True),
+])
+def test_which_served_model_is_another_model(asked: str, served: str, different: bool) -> None:
+    from pytest_ragbench import served as served_mod
+
+    assert served_mod.differs(asked, served) is different
+    usage = {"judge": {"models": {asked: {served: 3}}}}
+    expected = ([f"judge: asked for model {asked!r}, the server answered as {served!r} "
+                 "(3 of 3 calls)"] if different else [])
+    assert served_mod.mismatches(usage) == expected
+
+
+def test_a_reply_over_the_cap_is_stored_cut_with_a_note(server: LoopbackServer,
+                                                        tmp_path: Path) -> None:
+    server.reply = "é" + "x" * 3_000_000  # 3 MB
+    caches = Caches.open(tmp_path)
+    client = make_client(server, cache=caches.responses, max_reply_bytes=1_000_000,
+                         timeout_s=60)
+    try:
+        reply = client.generate(HI)
+        kept, note = reply.text.split("\n[... ", 1)
+        assert len(reply.text.encode()) == 1_000_000 and kept.startswith("éxx")
+        assert note == "cut: the reply has 3,000,002 bytes, ragbench_max_reply_bytes keeps " \
+                       "1,000,000]"
+        assert client.generate(HI).text == reply.text  # the cut text is what was cached
+        store = caches.responses.store
+        assert store is not None and store.close() is None
+        assert (tmp_path / "responses.sqlite3").stat().st_size < 1_200_000
+    finally:
+        client.close()
+
+
+def test_a_structured_reply_over_the_cap_is_unusable_and_not_cached(
+        server: LoopbackServer, tmp_path: Path) -> None:
+    server.reply = json.dumps({"score": 1, "why": "x" * 2_000_000})
+    caches = Caches.open(tmp_path)
+    client = make_client(server, cache=caches.responses, max_reply_bytes=1_000_000,
+                         timeout_s=60)
+    try:
+        with pytest.raises(UnusableReply, match=rf"the reply has {len(server.reply):,} bytes, "
+                                                r"more than ragbench_max_reply_bytes "
+                                                r"\(1,000,000\)"):
+            client.generate(HI, schema=SCHEMA)
+        assert caches.responses.store is not None and caches.responses.store.count() == 0
+    finally:
+        client.close()
+
+
+def test_a_body_over_the_read_limit_is_not_read_nor_asked_again(server: LoopbackServer) -> None:
+    server.reply = "x" * 3_000_000
+    client = make_client(server, max_reply_bytes=1_000_000, timeout_s=60)
+    client.max_body_bytes = 2_000_000  # (64 MB at least in use: kept small here)
+    try:
+        with pytest.raises(ModelCallError, match="the reply is over 2,000,000 bytes, not read"):
+            client.generate(HI)
+        assert len(server.requests) == 1
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize(("text", "size"), [
+    ("short", None), ("ab" * 600, 1200), ("€" * 400, 1200), ("x" * 4096, 4096),
+])
+def test_cut_keeps_whole_characters_and_says_so(text: str, size: int | None) -> None:
+    from pytest_ragbench.replies import cut, cut_strings
+
+    found, cut_from = cut(text, 1024)
+    assert cut_from == size
+    if size is None:
+        assert found == text
+    else:
+        kept, note = found.split("\n[... ", 1)
+        assert text.startswith(kept) and len(found.encode()) in range(1021, 1025)
+        assert note == f"cut: the reply has {size:,} bytes, ragbench_max_reply_bytes keeps 1,024]"
+        assert cut(found, 1024) == (found, None)  # cut once, it stays as it is
+    assert cut_strings({"a": [text, 3], "b": (text,)}, 1024) == {"a": [found, 3], "b": [found]}

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_ragbench import served
 from pytest_ragbench.metrics.context import id_context_precision, id_context_recall
 from pytest_ragbench.metrics.ir import IREvaluator
 from pytest_ragbench.metrics.judged import judged_result
@@ -176,10 +177,15 @@ def call_usage(call: Any) -> dict[str, Any]:
     """
     usage = getattr(call, "usage", None)
     cached = bool(getattr(call, "cached", False))
-    return {"calls": 1, "cache_hits": int(cached),
-            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-            "latency_s": [] if cached else [float(getattr(call, "latency_s", 0.0) or 0.0)]}
+    record: dict[str, Any] = {
+        "calls": 1, "cache_hits": int(cached),
+        "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+        "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+        "latency_s": [] if cached else [float(getattr(call, "latency_s", 0.0) or 0.0)]}
+    models = served.one_call(getattr(call, "model", None), getattr(call, "served_model", None))
+    if models:  # which model the server said answered (served.py)
+        record["models"] = models
+    return record
 
 
 def calls_usage(calls: Sequence[Any]) -> dict[str, Any]:
@@ -191,6 +197,8 @@ def calls_usage(calls: Sequence[Any]) -> dict[str, Any]:
         for key in ("calls", "cache_hits", "prompt_tokens", "completion_tokens"):
             total[key] += one[key]
         total["latency_s"] += one["latency_s"]
+        if "models" in one:
+            total["models"] = served.add(total.get("models", {}), one["models"])
     return total
 
 
@@ -202,6 +210,8 @@ def merge_usage(*records: dict[str, Any]) -> dict[str, Any]:
         for key in ("calls", "cache_hits", "prompt_tokens", "completion_tokens"):
             total[key] += int(record.get(key) or 0)
         total["latency_s"] += list(record.get("latency_s") or [])
+        if record.get("models"):
+            total["models"] = served.add(total.get("models", {}), record["models"])
     return total
 
 

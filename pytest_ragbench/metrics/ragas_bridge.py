@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 from ragas.embeddings.base import BaseRagasEmbedding
 from ragas.llms.base import InstructorBaseRagasLLM
 
+from pytest_ragbench import served
 from pytest_ragbench.errors import ModelCallError, UnusableReply
 from pytest_ragbench.metrics.grades import accepts
 from pytest_ragbench.system.prompts import parse_json_reply, shorten
@@ -56,6 +57,7 @@ class JudgeUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: list[float] = field(default_factory=list)
+    models: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def add(self, generation: Generation) -> None:
         """Count one reply; only calls that reached the model have a latency."""
@@ -66,12 +68,18 @@ class JudgeUsage:
             self.cache_hits += 1
         else:
             self.latency_s.append(float(generation.latency_s))
+        served.add(self.models, served.one_call(generation.model,
+                                                getattr(generation, "served_model", None)))
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"calls", "cache_hits", "prompt_tokens", "completion_tokens", "latency_s"}``."""
-        return {"calls": self.calls, "cache_hits": self.cache_hits,
-                "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "latency_s": list(self.latency_s)}
+        """``{"calls", "cache_hits", "prompt_tokens", "completion_tokens", "latency_s"}``.
+
+        Also ``models`` (served.py) when the judge's server named its model.
+        """
+        record = {"calls": self.calls, "cache_hits": self.cache_hits,
+                  "prompt_tokens": self.prompt_tokens,
+                  "completion_tokens": self.completion_tokens, "latency_s": list(self.latency_s)}
+        return {**record, "models": self.models} if self.models else record
 
 
 class JudgeLLM(InstructorBaseRagasLLM):

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_ragbench import intervals, stats
+from pytest_ragbench import intervals, served, stats
 from pytest_ragbench.metrics.registry import REGISTRY
 from pytest_ragbench.records import ItemRecord
 from pytest_ragbench.thresholds import below
@@ -269,12 +269,15 @@ def usage_section(records: Iterable[ItemRecord], systems: Sequence[str]
 
     The record contract: ``usage = {role: {"calls", "prompt_tokens", "completion_tokens",
     "cache_hits", "latency_s": [seconds of each call that reached the model]}}``; the
-    ``system`` role also has ``service_s``, the seconds of each call as the plugin timed it.
+    ``system`` role also has ``service_s``, the seconds of each call as the plugin timed it;
+    a role whose server named its model has ``models = {asked: {served: calls}}``
+    (:mod:`pytest_ragbench.served`), summed into its row.
     """
     totals: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(USAGE_COUNTS, 0))
     latencies: dict[str, list[float]] = defaultdict(list)
     service: dict[str, list[float]] = defaultdict(list)
     cached: set[str] = set()  # roles that report cache hits at all
+    models: dict[str, served.Models] = defaultdict(dict)
     for record in records:
         for role, counts in _roles(record.usage or {}).items():
             key = f"{record.system}/{role}" if len(systems) > 1 and record.system else role
@@ -292,6 +295,7 @@ def usage_section(records: Iterable[ItemRecord], systems: Sequence[str]
                 latencies[key] += _seconds_list(latency)
             if isinstance(counts.get("service_s"), list):
                 service[key] += _seconds_list(counts["service_s"])
+            served.add(models[key], counts.get("models"))
     section: dict[str, dict[str, Any]] = {}
     for key in sorted(totals):
         row: dict[str, Any] = {name: int(totals[key][name]) for name in USAGE_COUNTS}
@@ -302,6 +306,8 @@ def usage_section(records: Iterable[ItemRecord], systems: Sequence[str]
         if service[key]:
             p50, p95 = _percentiles(service[key], (50, 95))
             row.update(service_p50_s=p50, service_p95_s=p95, service_n=len(service[key]))
+        if models[key]:
+            row["models"] = models[key]
         section[key] = row
     return section
 

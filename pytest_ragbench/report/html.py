@@ -198,6 +198,9 @@ def verdict_section(document: dict[str, Any]) -> str:
     resumed = verdict_mod.resumed_text(document.get("run") or {})
     if resumed:
         banner += f'<div class="banner resumed">{esc(resumed[0].upper() + resumed[1:])}.</div>'
+    for line in verdict_mod.served_warnings(document):
+        banner += (f'<div class="banner partial served">Served model: {esc(line)} '
+                   f'(<a href="#components">usage</a>)</div>')
     reasons = []
     for reason in decided.reasons:
         target = "#items?outcome=notpassed" if reason.anchor == "items" else f"#{reason.anchor}"

@@ -26,6 +26,7 @@ from pytest_ragbench.report.verdict import (
     interrupted_text,
     plural,
     resumed_text,
+    served_warnings,
 )
 
 
@@ -235,15 +236,24 @@ def usage_rows(document: dict[str, Any]) -> list[list[str]]:
     """
     usage = document.get("usage") or {}
     timed = any("service_p50_s" in row for row in usage.values())
+    named = any(row.get("models") for row in usage.values())
     rows = [["model usage", "calls", "prompt tokens", "completion tokens", "cache hits",
-             "latency p50", "latency p95", *(["service p50", "service p95"] if timed else [])]]
+             "latency p50", "latency p95", *(["service p50", "service p95"] if timed else []),
+             *(["served model"] if named else [])]]
     for role, row in usage.items():
         rows.append([role, str(row.get("calls", 0)), str(row.get("prompt_tokens", 0)),
                      str(row.get("completion_tokens", 0)), percent(row.get("cache_hit_rate")),
                      seconds(row.get("latency_p50_s")), seconds(row.get("latency_p95_s")),
                      *([seconds(row.get("service_p50_s")), seconds(row.get("service_p95_s"))]
-                       if timed else [])])
+                       if timed else []),
+                     *([_served(row.get("models"))] if named else [])])
     return rows
+
+
+def _served(models: Any) -> str:
+    """The models a role's server said answered, by name (``-`` when it named none)."""
+    names = sorted({name for served in (models or {}).values() for name in served})
+    return ", ".join(names) or "-"
 
 
 def timing_rows(document: dict[str, Any]) -> list[list[str]]:
@@ -353,10 +363,11 @@ def gate_lines(document: dict[str, Any]) -> list[str]:
 
 
 def verdict_lines(document: dict[str, Any]) -> list[str]:
-    """``verdict: FAILED: 2 gates missed; ...`` and the notes that do not fail."""
+    """``verdict: FAILED: 2 gates missed; ...``, the notes that do not fail, the warnings."""
     decided = decide(document)
     notes = [f"  note: {r.text}" for r in decided.reasons if not r.failing]
-    return [f"verdict: {decided.summary()}", *notes]
+    warnings = [f"WARNING served model: {line}" for line in served_warnings(document)]
+    return [*warnings, f"verdict: {decided.summary()}", *notes]
 
 
 def interrupted_lines(document: dict[str, Any]) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_ragbench import served
 from pytest_ragbench.metrics.registry import REGISTRY, UnknownMetricError
 
 FAILING_STATUSES = ("failed", "error", "lost")
@@ -123,6 +124,12 @@ def is_interrupted(run: dict[str, Any]) -> bool:
     """True for a partial run (``run.status``; an older document: pytest's exit status 2)."""
     status = run.get("status")
     return status == "interrupted" if status else run.get("exit_status") == 2
+
+
+def served_warnings(document: dict[str, Any]) -> list[str]:
+    """``judge: asked for model 'a', the server answered as 'b' (3 of 3 calls)``, per role."""
+    usage = document.get("usage")
+    return served.mismatches(usage) if isinstance(usage, dict) else []
 
 
 def decide(document: dict[str, Any]) -> Verdict:

@@ -11,14 +11,24 @@ through the server's statement timeout, set on each new connection, and the driv
 connect (and, where it has one, read) timeout, so a server that accepts the connection and
 never answers fails the item too. A statement stopped this way fails its item only,
 with the time it ran.
+
+SQLite statements are also bounded in what they may touch and the memory they may take,
+since a case file's SQL runs inside the pytest process: the authorizer refuses functions
+that can crash the process or reach outside the database (:data:`DENIED_FUNCTIONS`), a
+single value may hold at most :data:`MAX_VALUE_BYTES` (SQLite's length limit: a
+``randomblob(400000000)`` fails at once instead of allocating it), the progress handler
+stops a statement whose SQLite heap grows by more than :data:`MEMORY_BUDGET_BYTES`, and
+a result set larger than that is not read further.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import sqlite3
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +37,27 @@ from sqlalchemy.engine import Engine, make_url
 
 from pytest_ragbench.cases.model import Table
 from pytest_ragbench.errors import RagbenchError
-from pytest_ragbench.sql.guard import check_read_only
+from pytest_ragbench.sql.guard import PRAGMAS_WITH_ARGUMENT, check_read_only
 
 DEFAULT_TIMEOUT_S = 30.0
-_DEADLINE = "ragbench_deadline"  # key in a connection's info: [monotonic deadline]
+MAX_VALUE_BYTES = 64 * 2**20  # one string or blob a statement builds or reads
+MEMORY_BUDGET_BYTES = 256 * 2**20  # SQLite heap growth of one statement; its result set
+# SQL functions no statement may call, and why: the reason is the item's error.
+DENIED_FUNCTIONS = {
+    "fts3_tokenizer": "it registers an FTS3 tokenizer from a raw pointer "
+                      "(a bad one crashes the process)",
+    "load_extension": "it loads native code into the process",
+    "readfile": "it reads files outside the database",
+    "writefile": "it writes files",
+    "edit": "it starts an editor",
+    "rtreenode": "it decodes raw r-tree node blobs (a debugging function)",
+}
+# Table-valued functions of SQLite's shell extensions that list or read files.
+DENIED_TABLES = {"fsdir": "it reads the file system", "zipfile": "it reads files"}
+_BOUNDS = "ragbench_bounds"  # key in a connection's info: its _Bounds
 _TIMEOUT = "ragbench_timeout_s"
 _PROGRESS_STEPS = 1000  # SQLite virtual-machine steps between two looks at the clock
+_FETCH_BATCH = 256
 
 
 class DatabaseError(RagbenchError):
@@ -43,16 +68,108 @@ class StatementTimeout(DatabaseError):
     """A statement ran past ``ragbench_sql_timeout`` and was stopped."""
 
 
+class StatementTooLarge(DatabaseError):
+    """A statement took more memory than :data:`MEMORY_BUDGET_BYTES`, or built too long a value."""
+
+
 _READ_ACTIONS = {
     sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
     sqlite3.SQLITE_PRAGMA, sqlite3.SQLITE_RECURSIVE,
 }
 
+_SCHEMA_TABLES = {"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"}
 
-def _authorizer(action: int, arg1: Any, arg2: Any, db: Any, source: Any) -> int:
-    if action == sqlite3.SQLITE_PRAGMA and arg2 is not None:  # PRAGMA name = value
+
+class _Authorizer:
+    """SQLite's authorizer callback: reading only; it remembers why it last refused."""
+
+    def __init__(self) -> None:
+        self.refusal: str | None = None
+
+    def __call__(self, action: int, arg1: Any, arg2: Any, db: Any, source: Any) -> int:
+        refusal = _refusal(action, arg1, arg2)
+        if refusal is None:
+            return sqlite3.SQLITE_OK
+        self.refusal = refusal
         return sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK if action in _READ_ACTIONS else sqlite3.SQLITE_DENY
+
+
+def _refusal(action: int, arg1: Any, arg2: Any) -> str | None:
+    """Why the action is refused, or None when it only reads."""
+    if action == sqlite3.SQLITE_UPDATE and str(arg1).lower() in _SCHEMA_TABLES:
+        return None  # asked while SQLite connects a virtual table (FTS, json_each, pragma_*)
+    if action not in _READ_ACTIONS:
+        return "the statement would change the database or the connection (read-only)"
+    if action == sqlite3.SQLITE_FUNCTION:
+        name = str(arg2 or "").lower()
+        if name in DENIED_FUNCTIONS:
+            return f"the SQL function {name}() is not allowed: {DENIED_FUNCTIONS[name]}"
+    elif action == sqlite3.SQLITE_READ:
+        table = str(arg1 or "").lower()
+        if table in DENIED_TABLES:
+            return f"the table-valued function {table} is not allowed: {DENIED_TABLES[table]}"
+    elif action == sqlite3.SQLITE_PRAGMA and arg2 is not None \
+            and str(arg1).lower() not in PRAGMAS_WITH_ARGUMENT:  # PRAGMA name = value
+        return f"PRAGMA {arg1} with a value is not allowed (it would change the connection)"
+    return None
+
+
+@functools.cache
+def _heap_counter() -> Callable[[], int] | None:
+    """``sqlite3_memory_used()`` of the SQLite library Python's sqlite3 runs on, if reachable.
+
+    Read through ctypes from the ``_sqlite3`` extension (which links or embeds SQLite),
+    else from the system's library; None where neither exports it (no heap bound then:
+    the value length limit and the result-set bound still hold).
+    """
+    import _sqlite3
+    import ctypes
+    import ctypes.util
+
+    def libraries() -> Iterator[str | None]:
+        yield getattr(_sqlite3, "__file__", None)
+        yield ctypes.util.find_library("sqlite3")  # runs ldconfig: only when needed
+
+    for name in libraries():
+        if not name:
+            continue
+        try:
+            function = ctypes.CDLL(name).sqlite3_memory_used
+        except (OSError, AttributeError):
+            continue
+        function.restype, function.argtypes = ctypes.c_int64, []
+        return function
+    return None
+
+
+class _Bounds:
+    """The time and SQLite heap one statement on a connection may use: its progress handler."""
+
+    def __init__(self) -> None:
+        self.deadline = math.inf
+        self.heap_ceiling = math.inf
+        self.stopped: str | None = None  # "time" or "memory" once it stopped a statement
+        self._heap = _heap_counter()
+
+    def start(self, timeout_s: float) -> None:
+        """Bound the statement that starts now."""
+        self.stopped = None
+        self.deadline = time.monotonic() + timeout_s
+        if self._heap is not None:
+            self.heap_ceiling = self._heap() + MEMORY_BUDGET_BYTES
+
+    def finish(self) -> None:
+        """No bound (the rollback after a statement must not be stopped)."""
+        self.deadline = self.heap_ceiling = math.inf
+
+    def __call__(self) -> int:
+        if time.monotonic() > self.deadline:
+            self.stopped = "time"
+            return 1
+        if self._heap is not None and self._heap() > self.heap_ceiling:
+            self.stopped = "memory"
+            return 1
+        return 0
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -118,18 +235,19 @@ def bound_statements(engine: Engine, timeout_s: float) -> None:
             _watch_sqlite(dbapi_connection, record.info)
 
     def on_execute(conn: Any, *_: Any) -> None:
-        deadline = conn.info.get(_DEADLINE)
-        if deadline is not None:
-            deadline[0] = time.monotonic() + getattr(engine, _TIMEOUT)
+        bounds = conn.info.get(_BOUNDS)
+        if bounds is not None:
+            bounds.start(getattr(engine, _TIMEOUT))
 
     sa.event.listen(engine, "connect", on_connect)
     sa.event.listen(engine, "before_cursor_execute", on_execute)
 
 
-def _watch_sqlite(connection: sqlite3.Connection, info: dict[str, Any]) -> None:
-    """Abort the running statement once the deadline kept in ``info`` has passed."""
-    deadline = info.setdefault(_DEADLINE, [math.inf])
-    connection.set_progress_handler(lambda: time.monotonic() > deadline[0], _PROGRESS_STEPS)
+def _watch_sqlite(connection: sqlite3.Connection, info: dict[str, Any]) -> _Bounds:
+    """Abort the running statement past the bounds kept in ``info`` (set per statement)."""
+    bounds: _Bounds = info.setdefault(_BOUNDS, _Bounds())
+    connection.set_progress_handler(bounds, _PROGRESS_STEPS)
+    return bounds
 
 
 class _ReadOnlyConnection(sqlite3.Connection):
@@ -139,26 +257,84 @@ class _ReadOnlyConnection(sqlite3.Connection):
     set again before every query on these.)
     """
 
+    authorizer: _Authorizer
+
 
 def _sqlite_ro(uri: str) -> sqlite3.Connection:
     connection = sqlite3.connect(uri, uri=True, check_same_thread=False,
                                  factory=_ReadOnlyConnection)
     connection.execute("PRAGMA query_only = ON")
-    connection.set_authorizer(_authorizer)
+    connection.authorizer = _Authorizer()
+    connection.set_authorizer(connection.authorizer)
     return connection
 
 
-def _deny_writes(raw: Any) -> None:
-    """Put the deny-writes authorizer on an SQLite connection not opened here (a user's engine)."""
-    if isinstance(raw, sqlite3.Connection) and not isinstance(raw, _ReadOnlyConnection):
-        raw.set_authorizer(_authorizer)
+def _deny_writes(raw: sqlite3.Connection) -> _Authorizer:
+    """The read-only authorizer of an SQLite connection, put on one not opened here."""
+    if isinstance(raw, _ReadOnlyConnection):
+        raw.authorizer.refusal = None
+        return raw.authorizer
+    authorizer = _Authorizer()  # a user's engine: set before each of its statements
+    raw.set_authorizer(authorizer)
+    return authorizer
+
+
+@contextlib.contextmanager
+def _guarded(raw: sqlite3.Connection, info: dict[str, Any],
+             timeout_s: float) -> Iterator[None]:
+    """Run one statement on an SQLite connection under the authorizer, limits and bounds.
+
+    Errors come out as :class:`DatabaseError` naming what was refused or exceeded.
+    """
+    authorizer = _deny_writes(raw)
+    bounds = info.get(_BOUNDS) or _watch_sqlite(raw, info)  # opened before the bound was set
+    length = raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    bounds.start(timeout_s)
+    started = time.monotonic()
+    try:
+        yield
+    except sqlite3.Error as exc:
+        message = str(exc) or type(exc).__name__
+        if authorizer.refusal and "not authorized" in message:
+            raise DatabaseError(authorizer.refusal) from None
+        if bounds.stopped == "memory" or "too big" in message:
+            raise _too_large(message) from None
+        raise _failure(message, "running", time.monotonic() - started, timeout_s) from None
+    finally:
+        bounds.finish()
+        raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, length)
+
+
+def _too_large(message: str) -> StatementTooLarge:
+    if "too big" in message:
+        return StatementTooLarge(f"{message}: one value may hold at most "
+                                 f"{MAX_VALUE_BYTES // 2**20} MiB")
+    return StatementTooLarge(f"the statement was stopped: its SQLite memory grew by more "
+                             f"than {MEMORY_BUDGET_BYTES // 2**20} MiB")
+
+
+def _fetch_rows(fetchmany: Callable[[int], Sequence[Any]]) -> tuple[tuple[Any, ...], ...]:
+    """Every row of a result, read in batches; a result over the memory budget is refused."""
+    rows: list[tuple[Any, ...]] = []
+    size = 0
+    while batch := fetchmany(_FETCH_BATCH):
+        for row in batch:
+            values = tuple(row)
+            rows.append(values)
+            size += 64 + sum(len(v) if isinstance(v, str | bytes) else 16 for v in values)
+        if size > MEMORY_BUDGET_BYTES:
+            raise StatementTooLarge(f"the result set is larger than "
+                                    f"{MEMORY_BUDGET_BYTES // 2**20} MiB "
+                                    f"({len(rows)} rows read): not read further")
+    return tuple(rows)
 
 
 def run_query(engine: Engine, sql: str, timeout_s: float | None = None) -> Table:
     """Run one read-only statement and return its result set; writes are refused first.
 
     The statement (and connecting) is stopped after ``timeout_s`` seconds (default: the
-    engine's bound from :func:`open_read_only`, else 30 s), raising :class:`StatementTimeout`.
+    engine's bound from :func:`open_read_only`, else 30 s), raising :class:`StatementTimeout`;
+    on SQLite also past its memory bounds (:class:`StatementTooLarge`, see the module doc).
     """
     check_read_only(sql)
     if timeout_s is None:
@@ -170,23 +346,14 @@ def run_query(engine: Engine, sql: str, timeout_s: float | None = None) -> Table
     phase = "connecting"
     try:
         with engine.connect() as connection:
-            raw = connection.connection.driver_connection
-            if isinstance(raw, sqlite3.Connection):
-                _deny_writes(raw)
-                if _DEADLINE not in connection.info:  # opened before the bound was set
-                    _watch_sqlite(raw, connection.info)
-            else:
-                _server_bounds(connection, engine.dialect.name, timeout_s)
+            _server_bounds(connection, engine.dialect.name, timeout_s)
             phase = "running"
             started = time.monotonic()
             try:
                 result = connection.exec_driver_sql(sql)
                 columns = tuple(result.keys())
-                rows = tuple(tuple(row) for row in result.fetchall())
+                rows = _fetch_rows(result.fetchmany)
             finally:
-                deadline = connection.info.get(_DEADLINE)
-                if deadline is not None:
-                    deadline[0] = math.inf  # the rollback must not be stopped
                 connection.rollback()
     except sa.exc.DBAPIError as exc:
         message = str(getattr(exc, "orig", exc)) or type(exc).__name__
@@ -198,12 +365,12 @@ def run_query(engine: Engine, sql: str, timeout_s: float | None = None) -> Table
 
 
 def _run_sqlite(engine: Engine, sql: str, timeout_s: float) -> Table:
-    """SQLite: the statement on the pooled DB-API connection, under the deny-writes authorizer.
+    """SQLite: the statement on the pooled DB-API connection, under the read-only authorizer.
 
     SQLAlchemy's result layer costs more than a one-row SQLite query itself, and
-    ``sql_ground_truth`` runs one query per item, so the cursor is used directly; the
-    deadline (checked by the connection's progress handler) is set here, as the
-    ``before_cursor_execute`` event does for statements run through SQLAlchemy.
+    ``sql_ground_truth`` runs one query per item, so the cursor is used directly, with
+    the bounds (:func:`_guarded`) that the ``before_cursor_execute`` event sets for
+    statements run through SQLAlchemy.
     """
     started = time.monotonic()
     try:
@@ -213,26 +380,19 @@ def _run_sqlite(engine: Engine, sql: str, timeout_s: float) -> Table:
         raise _failure(message, "connecting", time.monotonic() - started, timeout_s) from None
     try:
         raw = connection.driver_connection
-        _deny_writes(raw)
-        if _DEADLINE not in connection.info and isinstance(raw, sqlite3.Connection):
-            _watch_sqlite(raw, connection.info)  # opened before the bound was set
-        deadline = connection.info.get(_DEADLINE, [math.inf])
-        started = time.monotonic()
-        deadline[0] = started + timeout_s
-        cursor = connection.cursor()
-        try:
-            cursor.execute(sql)
-            columns = tuple(d[0] for d in cursor.description or ())
-            rows = tuple(tuple(row) for row in cursor.fetchall())
-        finally:
-            deadline[0] = math.inf  # the rollback must not be stopped
-            cursor.close()
-            connection.rollback()
-    except sqlite3.Error as exc:
-        message = str(exc) or type(exc).__name__
-        raise _failure(message, "running", time.monotonic() - started, timeout_s) from None
+        if not isinstance(raw, sqlite3.Connection):
+            raise DatabaseError(f"the pysqlite engine gave a {type(raw).__name__} connection")
+        with _guarded(raw, connection.info, timeout_s):
+            cursor = raw.cursor()
+            try:
+                cursor.execute(sql)
+                columns = tuple(d[0] for d in cursor.description or ())
+                rows = _fetch_rows(cursor.fetchmany)
+            finally:
+                cursor.close()
+        raw.rollback()
     finally:
-        connection.close()  # back to the pool
+        connection.close()  # back to the pool (which rolls back what is still open)
     return Table(columns, rows)
 
 

@@ -23,6 +23,11 @@ READ_ONLY_PRAGMAS = (
     "compile_options", "user_version", "schema_version", "page_count", "page_size",
     "encoding", "foreign_keys", "integrity_check", "quick_check",
 )
+# Read-only pragmas that take a table, index or schema name (or a count) as their argument.
+PRAGMAS_WITH_ARGUMENT = (
+    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+    "foreign_key_list", "integrity_check", "quick_check",
+)
 _TOKENS = re.compile(
     r"""
     (?P<comment>--[^\n]*|/\*.*?(?:\*/|$))

@@ -9,9 +9,11 @@ the session only and nothing is written.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
+import tempfile
 import threading
 import time
 import warnings
@@ -53,9 +55,13 @@ def stable_hash(*parts: Any) -> str:
 
 
 def prepare_cache_dir(path: Path) -> Path:
-    """Create the cache directory, marked so that git and backup tools ignore it."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
+    """Create the cache directory, marked so that git and backup tools ignore it.
+
+    A folder that exists but cannot be written is used as it is (read-only, see
+    :class:`SqliteStore`); one that cannot be created raises :class:`OSError`.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):  # a read-only folder is still read
         gitignore = path / ".gitignore"
         if not gitignore.exists():
             gitignore.write_text("# created by pytest-ragbench\n*\n", encoding="utf-8")
@@ -64,9 +70,16 @@ def prepare_cache_dir(path: Path) -> Path:
             tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n"
                            "# pytest-ragbench cache (embeddings, indexes, model replies)\n",
                            encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot create cache directory {path}: {exc}") from None
     return path
+
+
+def writable(folder: Path) -> bool:
+    """Whether a file can be created in ``folder`` (tried, not guessed from its mode bits)."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
 
 
 def _is_lock_error(exc: sqlite3.OperationalError) -> bool:
@@ -74,34 +87,81 @@ def _is_lock_error(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
+def _is_corrupt(exc: sqlite3.DatabaseError) -> bool:
+    text = str(exc).lower()
+    return "not a database" in text or "malformed" in text or "encrypted" in text
+
+
+class Notice:
+    """Warns once about one cache folder, however many of its files meet the same trouble."""
+
+    def __init__(self) -> None:
+        self._said: set[str] = set()
+        self._lock = threading.Lock()
+
+    def once(self, topic: str, message: str) -> None:
+        """Issue a :class:`CacheWarning` with ``message`` unless ``topic`` was warned about."""
+        with self._lock:
+            if topic in self._said:
+                return
+            self._said.add(topic)
+        warnings.warn(message, CacheWarning, stacklevel=3)
+
+
 class SqliteStore:
-    """A key → bytes table in one SQLite file; one connection per thread."""
+    """A key → bytes table in one SQLite file; one connection per thread.
 
-    def __init__(self, path: Path) -> None:
+    A cache that cannot be written is still read: the file is opened read-only (or as
+    immutable, when SQLite's WAL index cannot be made beside it) and writes are skipped,
+    with one :class:`CacheWarning`. A write that fails (a full disk) skips the later
+    writes as well. A file that is not an SQLite database is moved aside
+    (``<name>.corrupt-<time>``) and a new one started; where that fails too, the store
+    is off (every lookup a miss). Only a lock held past :data:`BUSY_TIMEOUT_S` raises.
+    """
+
+    def __init__(self, path: Path, notice: Notice | None = None) -> None:
         self.path = Path(path)
+        self.notice = notice or Notice()
         self._local = threading.local()
-        self._warned = False
-        self._connect()  # fail early, with the path, if the file is unusable
+        self.read_only = False
+        self.off = False
+        self._connect()  # find out now (once) whether the file can be written, read or neither
 
-    def _connect(self) -> sqlite3.Connection:
+    @property
+    def writes(self) -> bool:
+        """Whether new entries are stored."""
+        return not (self.read_only or self.off)
+
+    def _connect(self) -> sqlite3.Connection | None:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
+        if conn is not None or self.off:
             return conn
+        conn = self._open_read_only() if self.read_only else self._open_writable()
+        self._local.conn = conn
+        return conn
+
+    def _open_writable(self) -> sqlite3.Connection | None:
         deadline = time.monotonic() + BUSY_TIMEOUT_S
+        moved = False
         while True:
             try:
-                conn = self._open_connection()
-                break
+                return self._open_connection()
             except sqlite3.OperationalError as exc:
                 # Switching a new file to WAL takes an exclusive lock that SQLite does not
                 # wait for: processes opening the same fresh cache at once see "locked".
-                if not _is_lock_error(exc) or time.monotonic() > deadline:
-                    raise self._unusable(exc) from None
-                time.sleep(0.05)
+                if _is_lock_error(exc) and time.monotonic() <= deadline:
+                    time.sleep(0.05)
+                    continue
+                if _is_lock_error(exc):
+                    raise ConfigError(f"cannot open cache file {self.path}: {exc} "
+                                      "(use --ragbench-no-cache)") from None
+                return self._fall_back(exc)
             except sqlite3.DatabaseError as exc:
-                raise self._unusable(exc) from None
-        self._local.conn = conn
-        return conn
+                if not _is_corrupt(exc) or moved:
+                    return self._fall_back(exc)
+                moved = True
+                if not self._move_aside(exc):
+                    return None
 
     def _open_connection(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
@@ -118,26 +178,88 @@ class SqliteStore:
             raise
         return conn
 
-    def _unusable(self, exc: sqlite3.DatabaseError) -> ConfigError:
-        return ConfigError(f"cannot open cache file {self.path}: {exc} "
-                           "(delete it or use --ragbench-no-cache)")
+    def _fall_back(self, exc: sqlite3.DatabaseError) -> sqlite3.Connection | None:
+        """The file cannot be opened for writing: read it if it can be, else turn the store off."""
+        self.read_only = True
+        conn = self._open_read_only() if self.path.is_file() else None
+        if conn is None:
+            self.off = True
+        folder = self.path.parent
+        what = "its entries are read, new ones are not stored" if conn is not None \
+            else "it is not used this session"
+        self.notice.once("writes", f"the cache {folder} cannot be written ({exc}): {what}")
+        return conn
+
+    def _open_read_only(self) -> sqlite3.Connection | None:
+        """The file opened read-only; as immutable where its WAL index cannot be created."""
+        location = self.path.resolve().as_posix()
+        for query in ("mode=ro", "immutable=1"):
+            conn = None
+            try:
+                conn = sqlite3.connect(f"file:{location}?{query}", uri=True,
+                                       check_same_thread=False)
+                conn.execute("SELECT COUNT(*) FROM entries").fetchone()
+                return conn
+            except sqlite3.DatabaseError:
+                if conn is not None:
+                    conn.close()
+        return None
+
+    def _move_aside(self, exc: sqlite3.DatabaseError) -> bool:
+        """Rename a corrupt file (and its WAL files) so that a new one is started."""
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        try:
+            self.path.rename(aside)
+        except FileNotFoundError:
+            return True  # another process moved it already
+        except OSError as error:
+            self.off = self.read_only = True
+            self.notice.once(f"corrupt {self.path}",
+                             f"the cache file {self.path} is corrupt ({exc}) and cannot be "
+                             f"moved aside ({error}): it is not used this session")
+            return False
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                self.path.with_name(self.path.name + suffix).unlink()
+        self.notice.once(f"corrupt {self.path}",
+                         f"the cache file {self.path} is corrupt ({exc}): moved aside to "
+                         f"{aside.name}, a new one is started")
+        return True
+
+    def _failed(self, action: str, exc: sqlite3.DatabaseError) -> None:
+        """A read or write that failed: warned about once, and no more writes."""
+        self.read_only = True
+        if action == "write":
+            self.notice.once("writes", f"the cache {self.path.parent} cannot be written "
+                                       f"({exc}): its entries are read, new ones are not stored")
+        else:
+            self.notice.once(f"read {self.path}", f"could not read the cache {self.path} "
+                                                  f"({exc}): its entries are taken as missing")
 
     def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
         """Return the stored values of those ``keys`` that are present."""
         conn = self._connect()
         found: dict[str, bytes] = {}
-        for i in range(0, len(keys), _SQL_BATCH):
-            batch = list(keys[i:i + _SQL_BATCH])
-            marks = ",".join("?" * len(batch))
-            rows = conn.execute(f"SELECT key, value FROM entries WHERE key IN ({marks})", batch)
-            found.update((key, bytes(value)) for key, value in rows)
+        if conn is None:
+            return found
+        try:
+            for i in range(0, len(keys), _SQL_BATCH):
+                batch = list(keys[i:i + _SQL_BATCH])
+                marks = ",".join("?" * len(batch))
+                rows = conn.execute(f"SELECT key, value FROM entries WHERE key IN ({marks})",
+                                    batch)
+                found.update((key, bytes(value)) for key, value in rows)
+        except sqlite3.DatabaseError as exc:  # a disk error, or corruption met while reading
+            self._failed("read", exc)
         return found
 
     def put_many(self, items: Mapping[str, bytes]) -> int:
         """Store entries in one transaction; returns how many were written (0 on failure)."""
-        if not items:
+        if not items or not self.writes:
             return 0
         conn = self._connect()
+        if conn is None or not self.writes:
+            return 0
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -145,20 +267,27 @@ class SqliteStore:
                                  list(items.items()))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.DatabaseError):
+                    conn.execute("ROLLBACK")
                 raise
         except sqlite3.OperationalError as exc:
-            if not self._warned:
-                self._warned = True
-                warnings.warn(f"could not write the cache {self.path}: {exc}; "
-                              "going on without caching these entries", CacheWarning,
-                              stacklevel=3)
+            if _is_lock_error(exc):  # busy past the timeout: these entries only
+                self.notice.once(f"locked {self.path}",
+                                 f"could not write the cache {self.path}: {exc}; "
+                                 "going on without caching these entries")
+                return 0
+            self._failed("write", exc)
+            return 0
+        except sqlite3.DatabaseError as exc:
+            self._failed("write", exc)
             return 0
         return len(items)
 
     def count(self) -> int:
         """Return the number of stored entries."""
-        return int(self._connect().execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+        conn = self._connect()
+        return 0 if conn is None else int(conn.execute("SELECT COUNT(*) FROM entries")
+                                          .fetchone()[0])
 
     def close(self) -> None:
         """Close this thread's connection."""
@@ -288,15 +417,29 @@ class Caches:
 
     @classmethod
     def open(cls, cache_dir: Path | None) -> Caches:
-        """Open the caches under ``cache_dir``, or in-memory ones when it is None."""
+        """Open the caches under ``cache_dir``, or in-memory ones when it is None.
+
+        A folder that cannot be written is read (the warm entries are used) and nothing
+        new is stored, with one :class:`CacheWarning`; indexes are then built in memory.
+        A folder that cannot be created at all leaves in-memory caches, with the warning.
+        """
         if cache_dir is None:
             return cls(EmbeddingCache(None), ResponseCache(None), None, CorrectionCache(None))
-        prepare_cache_dir(cache_dir)
-        index_dir = cache_dir / "indexes"
-        index_dir.mkdir(exist_ok=True)
-        return cls(EmbeddingCache(SqliteStore(cache_dir / "embeddings.sqlite3")),
-                   ResponseCache(SqliteStore(cache_dir / "responses.sqlite3")), index_dir,
-                   CorrectionCache(SqliteStore(cache_dir / "spelling.sqlite3")))
+        notice = Notice()
+        try:
+            prepare_cache_dir(cache_dir)
+        except OSError as exc:
+            notice.once("writes", f"the cache {cache_dir} cannot be created ({exc}): "
+                                  "caching in memory for this session only")
+            return cls.open(None)
+        indexes = cache_dir / "indexes"
+        with contextlib.suppress(OSError):
+            indexes.mkdir(exist_ok=True)
+        # indexes are written beside their lock files: none in a folder that cannot be written
+        index_dir = indexes if writable(cache_dir) and writable(indexes) else None
+        return cls(EmbeddingCache(SqliteStore(cache_dir / "embeddings.sqlite3", notice)),
+                   ResponseCache(SqliteStore(cache_dir / "responses.sqlite3", notice)),
+                   index_dir, CorrectionCache(SqliteStore(cache_dir / "spelling.sqlite3", notice)))
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Return the counters of both caches."""

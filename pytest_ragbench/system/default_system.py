@@ -174,7 +174,9 @@ class EmbeddedSystem:
         reply = self.generator.generate(rag_messages(question, self.read(contexts), history),
                                         max_tokens=self.max_tokens)
         return Answer(reply.text.strip(), contexts, latency_s=time.perf_counter() - started,
-                      usage=reply.usage, cached=reply.cached)
+                      usage=reply.usage, cached=reply.cached,
+                      model=getattr(reply, "model", None),
+                      served_model=getattr(reply, "served_model", None))
 
     async def aanswer(self, question: str, history: Sequence[Any] | None = None) -> Answer:
         """Answer one question without blocking the event loop."""
@@ -198,7 +200,9 @@ class EmbeddedSystem:
         reply = await agenerate(rag_messages(question, self.read(contexts), history),
                                 max_tokens=self.max_tokens)
         return Answer(reply.text.strip(), contexts, latency_s=time.perf_counter() - started,
-                      usage=reply.usage, cached=reply.cached)
+                      usage=reply.usage, cached=reply.cached,
+                      model=getattr(reply, "model", None),
+                      served_model=getattr(reply, "served_model", None))
 
 
 def retrieval_query(question: str, history: Sequence[Any] | None = None) -> str:

@@ -277,7 +277,8 @@ def ragbench_llm(request: pytest.FixtureRequest, ragbench_config: RagbenchConfig
             ragbench_config.llm_url, ragbench_config.llm_model or "default",
             api_key_env="RAGBENCH_LLM_API_KEY", concurrency=ragbench_config.concurrency,
             timeout_s=ragbench_config.timeout_s, max_retries=ragbench_config.retries,
-            cache=ragbench_cache.responses, loop=ragbench_loop, role="generator")
+            cache=ragbench_cache.responses, loop=ragbench_loop, role="generator",
+            max_reply_bytes=ragbench_config.max_reply_bytes)
         _record(request, "generator", client)
         yield client
         client.close()
@@ -310,7 +311,8 @@ def ragbench_judge(request: pytest.FixtureRequest, ragbench_config: RagbenchConf
         ragbench_config.judge_url, ragbench_config.judge_model or "default",
         api_key_env="RAGBENCH_JUDGE_API_KEY", concurrency=ragbench_config.concurrency,
         timeout_s=ragbench_config.timeout_s, max_retries=ragbench_config.retries,
-        cache=ragbench_cache.responses, loop=ragbench_loop, role="judge")
+        cache=ragbench_cache.responses, loop=ragbench_loop, role="judge",
+        max_reply_bytes=ragbench_config.max_reply_bytes)
     _record(request, "judge", client)
     yield client
     client.close()

@@ -8,6 +8,9 @@ and consumed one per request: ``"429"`` (with ``Retry-After``), ``"500"``, ``"40
 ``"reset"`` (the connection is dropped with a TCP reset) and ``"echo"`` (a 401 whose body
 echoes the request's headers, credentials included, as some proxies do).
 
+Each reply names the model that was asked for, or ``model`` when given (a server that
+answers as another model).
+
 Structured output: ``formats`` lists the ``response_format`` types the server accepts
 (default ``json_schema`` and ``json_object``); any other is refused with ``reject_status``
 and a body naming ``response_format`` — as llama-cpp-python's server answers HTTP 500
@@ -50,13 +53,15 @@ class LoopbackServer:
     def __init__(self, reply: str | Reply = echo_reply, *, latency_s: float = 0.0,
                  accept_schema: bool = True, retry_after: str = "0.2", port: int = 0,
                  formats: tuple[str, ...] = ("json_schema", "json_object"),
-                 reject_status: int = 400) -> None:
+                 reject_status: int = 400, model: str | None = None) -> None:
         self.reply = reply
+        self.model = model  # the model each reply says answered (default: the one asked for)
         self.latency_s = latency_s
         self.formats = formats if accept_schema else ()
         self.reject_status = reject_status
         self.retry_after = retry_after
         self.requests: list[dict[str, Any]] = []
+        self.arrivals: list[float] = []  # time.monotonic() of each request, in order
         self.authorizations: list[str | None] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -174,6 +179,7 @@ class LoopbackServer:
             body = {}
         with self._lock:
             self.requests.append(body)
+            self.arrivals.append(time.monotonic())
             self.authorizations.append(headers.get("authorization"))
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -214,7 +220,7 @@ class LoopbackServer:
                 "message": f"response_format: type {_format(body)!r} is not supported"}})
         else:
             content = self.reply(body) if callable(self.reply) else self.reply
-            await _send(writer, 200, _completion(body, content))
+            await _send(writer, 200, _completion(body, content, self.model))
         return True
 
 
@@ -238,14 +244,14 @@ async def _send_raw(writer: asyncio.StreamWriter, status: int, data: bytes,
     await writer.drain()
 
 
-def _completion(body: dict[str, Any], content: str) -> dict[str, Any]:
+def _completion(body: dict[str, Any], content: str, model: str | None = None) -> dict[str, Any]:
     prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
     completion = len(content.split())
     return {
         "id": f"chatcmpl-{time.monotonic_ns()}",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": body.get("model", "loopback"),
+        "model": model or body.get("model", "loopback"),
         "choices": [{"index": 0, "finish_reason": "stop",
                      "message": {"role": "assistant", "content": content}}],
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion,

@@ -14,8 +14,12 @@ and remembered for the session, trying in turn: ``response_format`` of type
 (llama.cpp's grammar: llama-cpp-python's server answers HTTP 500 to ``json_schema``),
 then plain text with the schema in a system message and strict JSON extraction. A reply
 that rejects the requested mode (any status whose body names ``response_format`` or
-``json_schema``) moves on to the next mode at once instead of being retried; the first
-call negotiates while the others wait for its outcome.
+``json_schema``) moves on to the next mode at once instead of being retried. The first
+call probes the modes, one attempt each, while the others wait; the lock is held only
+for those attempts, never through retries: a probe that fails for another reason (a
+timeout, a 500) leaves the mode unsettled, and from then on every call goes on
+concurrently in the first mode not refused, retrying on its own, the first success
+settling the mode.
 The API key is read from the environment, sent in the Authorization header and
 nowhere else: not in repr, errors, logs or cache keys. Every reply text and error text is
 scrubbed of secrets (the key, URL credentials, tokens a server echoes) as it arrives
@@ -33,14 +37,17 @@ import os
 import random
 import time
 import weakref
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from pytest_ragbench import replies
 from pytest_ragbench.errors import ModelCallError, UnusableReply
 from pytest_ragbench.redact import mask_url, register, register_url, scrub
+from pytest_ragbench.replies import DEFAULT_MAX_REPLY_BYTES
 from pytest_ragbench.system.aio import LoopThread
 from pytest_ragbench.system.cache import ResponseCache
 from pytest_ragbench.system.prompts import parse_json_reply, shorten
@@ -51,6 +58,7 @@ JSON_INSTRUCTION = "Reply with one JSON object only, no prose, matching this JSO
 # Structured-output modes, in the order they are tried.
 MODES = ("json_schema", "json_object", "text")
 REJECTION_WORDS = ("response_format", "json_schema")
+BODY_FACTOR, BODY_FLOOR_BYTES = 64, 128 * 2**20  # the most of a reply's body read
 ReplyParser = Callable[[str, str], Any]
 """``parse_reply(text, mode) -> data``: raises ValueError or ModelCallError when unusable."""
 
@@ -66,6 +74,7 @@ class CallRecord:
     cached: bool
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
+    served_model: str | None = None
 
 
 class RetriesExhausted(ModelCallError):
@@ -82,6 +91,14 @@ class _Retry(Exception):
     def __init__(self, reason: str, delay: float | None = None) -> None:
         super().__init__(reason)
         self.reason, self.delay = reason, delay
+
+
+class _ReplyTooLarge(Exception):
+    """The reply's body is larger than the client reads."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.limit = limit
 
 
 class _SchemaRejected(Exception):
@@ -103,7 +120,8 @@ class OpenAICompatibleClient:
                  backoff_base_s: float = 0.5, backoff_max_s: float = 20.0,
                  max_retry_after_s: float = 120.0, max_tokens: int = 512, seed: int = 0,
                  cache: ResponseCache | None = None, loop: LoopThread | None = None,
-                 role: str = "generator") -> None:
+                 role: str = "generator",
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.base_url = base_url.rstrip("/")
@@ -118,12 +136,16 @@ class OpenAICompatibleClient:
         self.max_tokens, self.seed = max_tokens, seed
         self.cache = cache
         self.role = role
+        self.max_reply_bytes = max_reply_bytes  # of a reply's text, as stored
+        # of a reply's body, as read: room for a text over the cap (it is cut), not for any
+        self.max_body_bytes = max(BODY_FLOOR_BYTES, BODY_FACTOR * max_reply_bytes)
         self._loop_thread = loop
         self._own_loop = loop is None
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary())
         self._mode: str | None = None  # the negotiated structured-output mode
         self._rejected: set[str] = set()  # modes this server refused
+        self._unsettled = False  # a probe failed without a verdict: calls no longer wait
         self.records: list[CallRecord] = []
         self.http_requests = 0
 
@@ -172,7 +194,8 @@ class OpenAICompatibleClient:
         started = time.perf_counter()
         try:
             payload, latency, attempts, mode = await self._complete(chat, params, schema)
-            text = scrub(_content(payload))
+            text, size = replies.cut(_content(payload), self.max_reply_bytes)
+            text = scrub(text)
         except ModelCallError as exc:
             message = self._scrub(str(exc))
             attempts = exc.attempts if isinstance(exc, RetriesExhausted) else 1
@@ -181,9 +204,12 @@ class OpenAICompatibleClient:
             raise ModelCallError(message) from None
         generation = Generation(text=text, model=self.model,
                                 usage=Usage.from_dict(payload.get("usage")), latency_s=latency,
-                                attempts=attempts)
+                                attempts=attempts, served_model=_served_model(payload))
         if schema is not None or parse_reply is not None:
             try:
+                if size is not None:  # a cut reply is not the whole answer: never parsed
+                    raise ValueError(f"the reply has {size:,} bytes, more than "
+                                     f"{replies.INI} ({self.max_reply_bytes:,})")
                 data = _parse(text, mode, schema, parse_reply)
             except (ValueError, ModelCallError) as exc:
                 message = self._scrub(f"{self.role} call to model {self.model!r}: {exc}")
@@ -194,7 +220,8 @@ class OpenAICompatibleClient:
             generation = dataclasses.replace(generation, data=data)
         if self.cache is not None:
             self.cache.put(key, {"text": text, "usage": generation.usage.to_dict(),
-                                 "data": generation.data, "mode": mode})
+                                 "data": generation.data, "mode": mode,
+                                 "served_model": generation.served_model})
         self._record(generation, time.perf_counter() - started)
         return generation
 
@@ -213,9 +240,11 @@ class OpenAICompatibleClient:
                               parse_reply)
             except (ValueError, ModelCallError):
                 return None
+        served = hit.get("served_model")
         return Generation(text=hit["text"], model=self.model,
                           usage=Usage.from_dict(hit.get("usage")), latency_s=0.0,
-                          cached=True, data=data, attempts=0)
+                          cached=True, data=data, attempts=0,
+                          served_model=served if isinstance(served, str) else None)
 
     def stats(self) -> dict[str, Any]:
         """Return call counts, cache hits, errors, tokens and mean latency."""
@@ -231,6 +260,7 @@ class OpenAICompatibleClient:
             "prompt_tokens": sum(r.usage.prompt_tokens for r in records),
             "completion_tokens": sum(r.usage.completion_tokens for r in records),
             "mean_latency_s": sum(r.latency_s for r in live) / len(live) if live else None,
+            "served_models": dict(Counter(r.served_model for r in records if r.served_model)),
         }
 
     async def aclose(self) -> None:
@@ -275,7 +305,8 @@ class OpenAICompatibleClient:
 
     def _record(self, generation: Generation, wall: float) -> None:
         self.records.append(CallRecord(self.model, generation.latency_s, wall,
-                                       generation.attempts, generation.cached, generation.usage))
+                                       generation.attempts, generation.cached, generation.usage,
+                                       served_model=generation.served_model))
 
     async def _complete(self, chat: list[dict[str, str]], params: Mapping[str, Any],
                         schema: Mapping[str, Any] | None
@@ -285,67 +316,82 @@ class OpenAICompatibleClient:
         if schema is None:
             payload, latency, attempts = await self._post(body, schema_requested=False)
             return payload, latency, attempts, "text"
-        if self._mode is None:
-            async with self._state().negotiation:  # the first call negotiates, others wait
-                if self._mode is None:
-                    return await self._negotiate(body, schema)
-        return await self._in_mode(self._mode, body, schema)
+        failed: _Retry | None = None  # this call's first attempt, made while probing
+        if self._mode is None and not self._unsettled:
+            async with self._state().negotiation:  # the first call probes, others wait
+                if self._mode is None and not self._unsettled:
+                    probed = await self._probe(body, schema)
+                    if not isinstance(probed, _Retry):
+                        return probed
+                    failed = probed
+        while True:
+            mode = self._mode or next(m for m in MODES if m not in self._rejected)
+            try:
+                payload, latency, attempts = await self._post(
+                    _in_mode(mode, body, schema), mode != "text", failed)
+            except _SchemaRejected:
+                self._rejected.add(mode)  # refused while unsettled: the next mode, at once
+                failed = None
+                continue
+            if self._mode is None:
+                self._mode = mode
+            return payload, latency, attempts, mode
 
-    async def _negotiate(self, body: dict[str, Any], schema: Mapping[str, Any]
-                         ) -> tuple[dict[str, Any], float, int, str]:
-        """Try the modes in order; the first that is not refused is kept for the session."""
+    async def _probe(self, body: dict[str, Any], schema: Mapping[str, Any]
+                     ) -> tuple[dict[str, Any], float, int, str] | _Retry:
+        """One attempt in each mode in turn, until one is answered (kept for the session).
+
+        A refused mode moves on to the next; a failure that is no refusal (a timeout, a
+        500) ends the probing with the mode unsettled and is returned, as the first
+        attempt of the call that made it.
+        """
+        url, state = f"{self.base_url}/chat/completions", self._state()
         for mode in MODES:
             if mode in self._rejected:
                 continue
             try:
-                result = await self._in_mode(mode, body, schema)
+                payload, latency = await self._attempt(state, url, _in_mode(mode, body, schema),
+                                                       mode != "text")
             except _SchemaRejected:
                 self._rejected.add(mode)
                 continue
+            except _Retry as failure:
+                self._unsettled = True
+                return failure
             self._mode = mode
-            return result
+            return payload, latency, 1, mode
         raise AssertionError("the text mode is never refused")  # pragma: no cover
 
-    async def _in_mode(self, mode: str, body: dict[str, Any], schema: Mapping[str, Any]
-                       ) -> tuple[dict[str, Any], float, int, str]:
-        if mode == "json_schema":
-            body = {**body, "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": str(schema.get("title") or "reply"),
-                                "schema": dict(schema)}}}
-        elif mode == "json_object":
-            body = {**body, "response_format": {"type": "json_object", "schema": dict(schema)}}
-        else:
-            instruction = {"role": "system",
-                           "content": JSON_INSTRUCTION + json.dumps(schema, sort_keys=True)}
-            body = {**body, "messages": [*body["messages"], instruction]}
-        payload, latency, attempts = await self._post(body, schema_requested=mode != "text")
-        return payload, latency, attempts, mode
-
-    async def _post(self, body: Mapping[str, Any],
-                    schema_requested: bool) -> tuple[dict[str, Any], float, int]:
+    async def _post(self, body: Mapping[str, Any], schema_requested: bool,
+                    failed: _Retry | None = None) -> tuple[dict[str, Any], float, int]:
+        """The request with its retries; ``failed``: a first attempt already made, failed."""
         url = _endpoint(self.base_url)
         state = self._state()
         attempt = 0
+        if failed is not None:
+            attempt = 1
+            await self._before_retry(failed, attempt)
         while True:
             attempt += 1
             try:
                 payload, latency = await self._attempt(state, url, body, schema_requested)
                 return payload, latency, attempt
             except _Retry as retry:
-                if attempt > self.max_retries:
-                    raise RetriesExhausted(
-                        f"{self.role} call to model {self.model!r} at {mask_url(self.base_url)} "
-                        f"failed after {attempt} attempts: {retry.reason}", attempt) from None
-                delay = retry.delay
-                if delay is not None and delay > self.max_retry_after_s:
-                    raise ModelCallError(
-                        f"{self.role} call to model {self.model!r} at {mask_url(self.base_url)}: "
-                        f"{retry.reason}; the server asks to wait {delay:.0f} s, more than "
-                        f"{self.max_retry_after_s:.0f} s") from None
-                if delay is None:
-                    delay = self._backoff(attempt)
-                await asyncio.sleep(delay)
+                await self._before_retry(retry, attempt)
+
+    async def _before_retry(self, retry: _Retry, attempt: int) -> None:
+        """Wait before the next attempt, or raise when there is to be none."""
+        if attempt > self.max_retries:
+            raise RetriesExhausted(
+                f"{self.role} call to model {self.model!r} at {mask_url(self.base_url)} "
+                f"failed after {attempt} attempts: {retry.reason}", attempt) from None
+        delay = retry.delay
+        if delay is not None and delay > self.max_retry_after_s:
+            raise ModelCallError(
+                f"{self.role} call to model {self.model!r} at {mask_url(self.base_url)}: "
+                f"{retry.reason}; the server asks to wait {delay:.0f} s, more than "
+                f"{self.max_retry_after_s:.0f} s") from None
+        await asyncio.sleep(self._backoff(attempt) if delay is None else delay)
 
     async def _attempt(self, state: _LoopState, url: str, body: Mapping[str, Any],
                        schema_requested: bool) -> tuple[dict[str, Any], float]:
@@ -353,8 +399,11 @@ class OpenAICompatibleClient:
             self.http_requests += 1
             started = time.perf_counter()
             try:
-                response = await asyncio.wait_for(
-                    state.client.post(url, json=body, headers=self._headers()), self.timeout_s)
+                response = await asyncio.wait_for(self._read(state, url, body), self.timeout_s)
+            except _ReplyTooLarge as exc:  # asking again would bring the same
+                raise ModelCallError(f"{self.role} call to model {self.model!r} at "
+                                     f"{mask_url(self.base_url)}: the reply is over "
+                                     f"{exc.limit:,} bytes, not read") from None
             except (TimeoutError, httpx.TimeoutException):
                 raise _Retry(f"no reply within {self.timeout_s:g} s") from None
             except httpx.TransportError as exc:
@@ -377,6 +426,22 @@ class OpenAICompatibleClient:
         raise ModelCallError(f"{self.role} call to model {self.model!r} at "
                              f"{mask_url(self.base_url)} failed: {reason}")
 
+    async def _read(self, state: _LoopState, url: str, body: Mapping[str, Any]
+                    ) -> httpx.Response:
+        """POST and read the reply, never more than :attr:`max_body_bytes` of it."""
+        async with state.client.stream("POST", url, json=body,
+                                       headers=self._headers()) as streamed:
+            chunks, size = [], 0
+            async for chunk in streamed.aiter_bytes():  # decompressed
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    raise _ReplyTooLarge(self.max_body_bytes)
+                chunks.append(chunk)
+        headers = [(k, v) for k, v in streamed.headers.multi_items()
+                   if k.lower() not in ("content-encoding", "content-length")]
+        return httpx.Response(streamed.status_code, headers=headers, content=b"".join(chunks),
+                              request=streamed.request)
+
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with equal jitter: half fixed, half random."""
         ceiling = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
@@ -384,9 +449,22 @@ class OpenAICompatibleClient:
 
 
 def _endpoint(base_url: str) -> str:
-    """``{base_url}/chat/completions``, keeping a query of the base URL (``/v1?key=...``)."""
-    base, mark, query = base_url.partition("?")
-    return f"{base.rstrip('/')}/chat/completions{mark}{query}"
+   """``{base_url}/chat/completions``, keeping a query of the base URL (``/v1?key=...``)."""
+   base, mark, query = base_url.partition("?")
+   return f"{base.rstrip('/')}/chat/completions{mark}{query}"
+
+
+def _in_mode(mode: str, body: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The request body asking for ``schema`` in structured-output ``mode``."""
+    if mode == "json_schema":
+        return {**body, "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": str(schema.get("title") or "reply"), "schema": dict(schema)}}}
+    if mode == "json_object":
+        return {**body, "response_format": {"type": "json_object", "schema": dict(schema)}}
+    instruction = {"role": "system",
+                   "content": JSON_INSTRUCTION + json.dumps(schema, sort_keys=True)}
+    return {**body, "messages": [*body["messages"], instruction]}
 
 
 def _parse(text: str, mode: str, schema: Mapping[str, Any] | None,
@@ -395,6 +473,14 @@ def _parse(text: str, mode: str, schema: Mapping[str, Any] | None,
     if parse_reply is not None:
         return parse_reply(text, mode)
     return parse_json_reply(text, schema)
+
+
+def _served_model(payload: dict[str, Any]) -> str | None:
+    """The reply's ``model``: the model the server says answered (None when it says none)."""
+    served = payload.get("model")
+    if not isinstance(served, str) or not served.strip():
+        return None
+    return served.strip()[:200]
 
 
 def _content(payload: Any) -> str:

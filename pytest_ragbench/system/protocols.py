@@ -105,6 +105,8 @@ class Usage:
 class Generation:
     """The reply of one generator or judge call.
 
+    ``model`` is the model asked for, ``served_model`` the one the server said answered
+    (the reply's ``model`` field; None where there is no server to say it).
     ``data`` holds the parsed JSON when a schema was requested; ``cached`` tells that
     no model was called; ``attempts`` counts HTTP attempts including retries.
     """
@@ -116,12 +118,14 @@ class Generation:
     cached: bool = False
     data: Any = None
     attempts: int = 1
+    served_model: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""
         return {"text": self.text, "model": self.model, "usage": self.usage.to_dict(),
                 "latency_s": self.latency_s, "cached": self.cached,
-                "data": _json_safe(self.data), "attempts": self.attempts}
+                "data": _json_safe(self.data), "attempts": self.attempts,
+                "served_model": self.served_model}
 
 
 @dataclass(frozen=True)
@@ -134,12 +138,14 @@ class Answer:
     latency_s: float = 0.0
     usage: Usage = field(default_factory=Usage)
     cached: bool = False  # the model's reply came from the response cache
+    model: str | None = None  # the model asked to write the answer, if one did
+    served_model: str | None = None  # the model its server said answered
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""
         return {"text": self.text, "contexts": [c.to_dict() for c in self.contexts],
                 "sql": self.sql, "latency_s": self.latency_s, "usage": self.usage.to_dict(),
-                "cached": self.cached}
+                "cached": self.cached, "model": self.model, "served_model": self.served_model}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Answer:
@@ -148,7 +154,8 @@ class Answer:
                    contexts=tuple(Context.from_dict(c) for c in data.get("contexts") or ()),
                    sql=data.get("sql"), latency_s=float(data.get("latency_s") or 0.0),
                    usage=Usage.from_dict(data.get("usage")),
-                   cached=bool(data.get("cached", False)))
+                   cached=bool(data.get("cached", False)), model=data.get("model"),
+                   served_model=data.get("served_model"))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pytest_ragbench.heavy_imports import import_whole
-from pytest_ragbench.system.cache import stable_hash
+from pytest_ragbench.system.cache import CacheWarning, stable_hash
 from pytest_ragbench.system.protocols import Context, Document, Embedder
 
 RRF_K = 60
@@ -163,8 +164,16 @@ class _Indexed:
             return
         from filelock import FileLock
 
-        with FileLock(str(self.index_dir / f"{self.fingerprint}.lock")):
+        lock = FileLock(str(self.index_dir / f"{self.fingerprint}.lock"))
+        try:
+            lock.acquire()
+        except OSError:  # no room for the lock file: build without it (a duplicate at worst)
             yield
+            return
+        try:
+            yield
+        finally:
+            lock.release()
 
     def retrieve(self, query: str, top_k: int = 5, filters: Mapping[str, Any] | None = None,
                  min_score: float | None = None) -> list[Context]:
@@ -251,7 +260,8 @@ class DenseRetriever(_Indexed):
         self._index.add(vectors)
         if self.index_dir is not None:
             path = self.index_dir / f"{self.fingerprint}.faiss"
-            _atomic_write(path, lambda tmp: faiss.write_index(self._index, tmp))
+            _persist(path, lambda: _atomic_write(path, lambda tmp: faiss.write_index(self._index,
+                                                                                    tmp)))
         self._tune()
 
     def _tune(self) -> None:
@@ -365,7 +375,8 @@ class BM25Retriever(_Indexed):
                          show_progress=False)
         if self.index_dir is not None:
             folder = self.index_dir / f"{self.fingerprint}.bm25"
-            _atomic_write_dir(folder, lambda tmp: self._bm25.save(tmp, show_progress=False))
+            _persist(folder, lambda: _atomic_write_dir(
+                folder, lambda tmp: self._bm25.save(tmp, show_progress=False)))
 
     def _ready(self) -> bool:
         return self._bm25 is not None or self.loaded_from_cache or not self.documents
@@ -476,6 +487,15 @@ def weighted_fuse(lists: Sequence[Sequence[tuple[Any, float]]],
             norm = 1.0 if high == low else (score - low) / (high - low)
             fused[key] = fused.get(key, 0.0) + weight * norm
     return sorted(fused.items(), key=lambda item: -item[1])
+
+
+def _persist(path: Path, write: Any) -> None:
+    """Store an index for later sessions; one that cannot be written stays in memory only."""
+    try:
+        write()
+    except (OSError, RuntimeError) as exc:  # a full disk (faiss raises RuntimeError)
+        warnings.warn(f"could not store the index {path} in the cache ({exc}): it is kept "
+                      "in memory for this session", CacheWarning, stacklevel=2)
 
 
 def _atomic_write(path: Path, write: Any) -> None:
