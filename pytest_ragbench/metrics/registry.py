@@ -211,8 +211,16 @@ class MetricRegistry:
         return found
 
     def lookup(self, metric: str) -> MetricSpec | None:
-        """The definition of a metric as an item records it (``source_hit@5``), or None."""
+        """The definition of a metric as an item records it (``source_hit@5``), or None.
+
+        ``source_hit@k`` (any cut-off: a threshold, a gate, a comparison of runs at
+        different k) is the cut-off metric's definition too.
+        """
         if metric not in self._found:
+            base, at, k = metric.rpartition("@")
+            if at and k == "k" and base.lower() in self._cut:
+                self._found[metric] = self._cut[base.lower()]
+                return self._found[metric]
             try:
                 self._found[metric] = self.parse(metric).spec
             except UnknownMetricError:
