@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,7 +113,10 @@ class RagbenchConfig:
         return self.settings_tree.thresholds_for(Path(path))
 
     def public_dict(self) -> dict[str, Any]:
-        """Return a JSON-safe view for reports (URLs with credentials are masked)."""
+        """Return a JSON-safe view for reports (URLs with credentials are masked).
+
+        Every number in it is finite: build_config refuses NaN and infinity.
+        """
         return {
             "evaluate": self.evaluate,
             "case_paths": [str(p) for p in self.case_paths],
@@ -424,6 +428,6 @@ def _float(name: str, raw: Any) -> float:
         number = float(raw)
     except (TypeError, ValueError):
         raise ConfigError(f"{name} must be a number, got {raw!r}") from None
-    if number != number:  # NaN
-        raise ConfigError(f"{name} must be a number, got {raw!r}")
+    if not math.isfinite(number):  # NaN compares false with everything; inf is no setting
+        raise ConfigError(f"{name} must be a finite number, got {raw!r}")
     return number

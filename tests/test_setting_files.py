@@ -274,3 +274,18 @@ def test_a_cases_own_non_finite_threshold_fails_that_case(pytester: pytest.Pytes
                                  "for 'match' must be a finite number, got nan*"])
     report = project.path / ".ragbench" / "results.json"
     assert json.loads(report.read_text())["run"]["status"] == "complete"  # JSON-safe
+
+
+def test_a_non_finite_flag_value_is_a_usage_error_and_settings_stay_json_safe(
+        pytester: pytest.Pytester) -> None:
+    project = _sql_project(pytester)
+    result = project.runpytest("cases", "--ragbench-judge-temperature=inf")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: ragbench: --ragbench-judge-temperature must be a "
+                                 "finite number, got 'inf'"])
+    _write(project.path / "cases" / "ragbench.toml", '[gates]\n"sql_ground_truth.match" = 1\n')
+    project.runpytest("cases", "--ragbench-judge-temperature=0.5")
+    config = project.results()["config"]
+    json.dumps(config, allow_nan=False)
+    assert config["gates"] == {"sql_ground_truth.match": 1.0}
+    assert config["judge_temperature"] == 0.5

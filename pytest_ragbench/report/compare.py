@@ -34,6 +34,7 @@ from pytest_ragbench import intervals, stats
 from pytest_ragbench.intervals import CellData, prepare
 from pytest_ragbench.metrics.registry import REGISTRY
 from pytest_ragbench.records import ItemRecord
+from pytest_ragbench.report import cutoffs
 from pytest_ragbench.report.aggregate import (
     cluster_key,
     direction,
@@ -290,8 +291,6 @@ def _pair_metrics(family: _Family, name: str, kind: str, system: str | None,
     was asked for (``source_hit@k``) and at the common k (:mod:`.cutoffs`); a metric that
     cannot be paired is noted with the reason.
     """
-    from pytest_ragbench.report import cutoffs
-
     start, noted = len(family.pairs), len(family.not_compared)
     in_a, in_b = _scored(a for a, _ in paired), _scored(b for _, b in paired)
     by_name = sorted(m for m in in_a | in_b if cutoffs.split(m) is None)
