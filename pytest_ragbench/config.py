@@ -135,8 +135,8 @@ class RagbenchConfig:
             "perturb": list(self.perturb),
             "robustness_examples": self.robustness_examples,
             "thresholds": self.thresholds,
-            "threshold_files": {str(f.path): f.thresholds for f in self.toml_files
-                                if f.thresholds},
+            **({"threshold_files": found} if (found := {
+                str(f.path): f.thresholds for f in self.toml_files if f.thresholds}) else {}),
             "gates": self.gates,
             "k": self.k,
             "gate_min_n": self.gate_min_n,

@@ -138,6 +138,23 @@ def test_records_that_keep_no_ranking_list_the_common_k_as_not_compared() -> Non
     assert "not compared: source_hit@2 (the records of 20 of 20" in move.line()
 
 
+def test_the_terminal_and_the_page_list_what_was_not_compared() -> None:
+    from pytest_ragbench.report import html, terminal
+
+    compared, _ = compare.compare_baseline(_records(2, LOST), _records(4, LOST, keep=False))
+    document = {"comparisons": compare.nest(compared.comparisons),
+                "not_compared": compared.not_compared}
+    lines = terminal.comparison_lines(document)
+    start = lines.index("not compared (3 metric(s) recorded but not paired):")
+    assert lines[start + 1] == ("  current_vs_baseline vector.source_hit@2: the records of 20 "
+                                "of 20 pairs keep no ranking to rescore it at the common k = 2")
+    assert any(line.startswith("    vector: retrieval worse (") for line in lines)
+    page = html.comparisons_section(document, html.Page([]))
+    assert "not compared (3 metric(s) recorded but not paired):" in page
+    assert "current_vs_baseline vector.source_ndcg@2: the records of 20 of 20" in page
+    assert "not compared: source_hit@2 (the records" in html.gates_section(document)
+
+
 def test_a_metric_on_one_side_only_is_listed_and_its_stage_not_called_unchanged() -> None:
     current = _records(4, [1] * 10)
     baseline = [ItemRecord(r.nodeid, r.kind, r.case_kind, r.case_id, r.file, r.line, r.status,
