@@ -354,8 +354,9 @@ BUILTIN: tuple[MetricSpec, ...] = (
     _spec("judge_relevance", "judge",
           "LLM-as-judge relevance of the retrieved contexts to the query: mean 0-10 grade / 10",
           ("texts", "judge")),
-    # The expected sources among the system's contexts (vector, hybrid). k is the number of
-    # contexts the item used; thresholds may say ``source_hit@k`` for any k.
+    # The expected sources among the system's contexts (vector, hybrid). k is the k the
+    # system was asked for (answer_common.retrieval_k); thresholds, gates and comparisons
+    # may say ``source_hit@k`` for any k.
     _spec("source_hit", "retrieval", "1 if a context among the first k comes from an expected "
           "source (metadata['source'], else the context id)", IDS, cutoff="required"),
     _spec("source_recall", "retrieval", "share of the expected sources among the first k "
