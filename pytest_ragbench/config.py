@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import re
-import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -15,6 +16,9 @@ from pytest_ragbench.errors import ConfigError, did_you_mean
 from pytest_ragbench.ragcsv_env import env_setting, ragcsv_env_files
 from pytest_ragbench.redact import mask_url, scrub_data
 from pytest_ragbench.replies import DEFAULT_MAX_REPLY_BYTES
+
+if TYPE_CHECKING:
+    from pytest_ragbench.setting_files import SettingsFile, SettingsTree
 
 PERTURBATION_KINDS = ("typos", "drop", "double", "case", "whitespace", "punctuation",
                       "filler", "synonyms", "injection")
@@ -51,8 +55,13 @@ class RagbenchConfig:
     robustness_examples: int = 10
     ragcsv_files: tuple[Path, ...] = ()
     corpus_paths: tuple[Path, ...] = ()
+    # [tool.ragbench.thresholds] of pyproject.toml, flattened ("kind.metric"); a case file's
+    # own layering of ragbench.toml files on top: thresholds_for().
     thresholds: dict[str, Any] = field(default_factory=dict)
-    gates: dict[str, float] = field(default_factory=dict)
+    gates: dict[str, float] = field(default_factory=dict)  # the session's, every file merged
+    # The k of source_hit@k and friends for a system that does not say its top_k (ini
+    # ragbench_k); also the number of contexts the built-in systems retrieve.
+    k: int | None = None
     # Honest intervals (issue 15).
     gate_min_n: int = 5
     cluster_by: str | None = None
@@ -78,6 +87,10 @@ class RagbenchConfig:
     inconclusive: str = "pass"
     # One metric vocabulary: the file each threshold and gate came from ("thresholds:kind.metric").
     setting_files: dict[str, str] = field(default_factory=dict)
+    # The ragbench.toml files in play, shallowest first, and the tree that layers them for a
+    # case file (setting_files.py); None when built by hand (the base thresholds apply).
+    toml_files: tuple[SettingsFile, ...] = ()
+    settings_tree: SettingsTree | None = field(default=None, compare=False, repr=False)
     # -- interrupted runs (issue 17) --
     resume: bool = False  # --ragbench-resume
     system_url: str | None = None  # a RAG service evaluated over HTTP
@@ -97,8 +110,24 @@ class RagbenchConfig:
                  self.system_url]
         return [url for url in found if url]
 
+    def thresholds_for(self, path: Path | str | None) -> dict[str, float]:
+        """The configured thresholds of the items of one case file.
+
+        ``[tool.ragbench.thresholds]``, then the ragbench.toml of every folder from the
+        rootdir down to the file's, the nearest winning per key.
+        """
+        if self.settings_tree is None or path is None:
+            # lazy: only the flattening (no TOML read)
+            from pytest_ragbench.setting_files import finite_numbers
+
+            return finite_numbers(self.thresholds, "thresholds")
+        return self.settings_tree.thresholds_for(Path(path))
+
     def public_dict(self) -> dict[str, Any]:
-        """Return a JSON-safe view for reports (URLs with credentials and secrets masked)."""
+        """Return a JSON-safe view for reports (URLs with credentials and secrets masked).
+
+        Every number in it is finite: build_config refuses NaN and infinity.
+        """
         return scrub_data({
             "evaluate": self.evaluate,
             "case_paths": [str(p) for p in self.case_paths],
@@ -117,7 +146,10 @@ class RagbenchConfig:
             "perturb": list(self.perturb),
             "robustness_examples": self.robustness_examples,
             "thresholds": self.thresholds,
+            **({"threshold_files": found} if (found := {
+                str(f.path): f.thresholds for f in self.toml_files if f.thresholds}) else {}),
             "gates": self.gates,
+            "k": self.k,
             "gate_min_n": self.gate_min_n,
             "cluster_by": self.cluster_by,
             "judge_labels": str(self.judge_labels) if self.judge_labels else None,
@@ -218,54 +250,57 @@ def _parse_dbs(lines: list[str], base: Path) -> dict[str, str]:
     return dbs
 
 
-def load_toml_settings(rootpath: Path, case_paths: tuple[Path, ...]) -> dict[str, Any]:
-    """Read ``[tool.ragbench]`` from pyproject.toml and ``ragbench.toml`` beside the cases.
+def collected_paths(config: pytest.Config, case_paths: Sequence[Path],
+                    ragcsv_files: Sequence[Path], evaluate: bool) -> tuple[list[Path], list[Path]]:
+    """The paths pytest collects from, and those of them the plugin adds to ``config.args``.
 
-    Later files override earlier ones key by key within ``thresholds`` and ``gates``;
-    ``files`` says which file set each (``"thresholds:vector.answered"``), for messages.
+    The case folders (ini ``ragbench_cases``) are collected even when testpaths points
+    elsewhere, unless paths were given on the command line; ``--ragbench-cases`` always.
     """
-    merged: dict[str, Any] = {"thresholds": {}, "gates": {}, "files": {}}
-    sources: list[tuple[Path, list[str]]] = [(rootpath / "pyproject.toml", ["tool", "ragbench"])]
-    sources += [(rootpath / "ragbench.toml", [])]
-    sources += [(p / "ragbench.toml", []) for p in case_paths if p.is_dir()]
-    seen: set[Path] = set()
-    for path, keys in sources:
-        if not path.is_file() or path.resolve() in seen:
-            continue
-        seen.add(path.resolve())
-        try:
-            data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-        for key in keys:
-            data = data.get(key, {}) if isinstance(data, dict) else {}
-        if not isinstance(data, dict):
-            continue
-        for section in ("thresholds", "gates"):
-            value = data.get(section, {})
-            if not isinstance(value, dict):
-                raise ConfigError(f"{path}: [{section}] must be a table")
-            _merge(merged[section], value)
-            merged["files"].update(dict.fromkeys(
-                (f"{section}:{name}" for name in dotted_names(value)), str(path)))
-    return merged
+    base = config.invocation_params.dir
+    current = [(base / arg.split("::")[0]).resolve() for arg in config.args]
+    explicit = config.args_source == pytest.Config.ArgsSource.ARGS
+    extra = [Path(p).resolve() for p in (config.getoption("ragbench_cases") or [])]
+    candidates = extra if explicit else [*case_paths, *extra]
+    if evaluate:  # ini ragbench_ragcsv files may sit outside the case folders
+        candidates += ragcsv_files
+    added: list[Path] = []
+    for path in candidates:
+        covered = any(path == c or c in path.parents for c in current)
+        if path.exists() and not covered:
+            added.append(path)
+            current.append(path)
+    return current, added
 
 
-def dotted_names(table: dict[str, Any], prefix: str = "") -> list[str]:
-    """The dotted names of a nested TOML table (``vector.answered``)."""
-    names = []
-    for key, value in table.items():
-        name = f"{prefix}.{key}" if prefix else str(key)
-        names += dotted_names(value, name) if isinstance(value, dict) else [name]
-    return names
+def load_settings_files(config: pytest.Config, paths: Sequence[Path], discover: bool
+                        ) -> dict[str, Any]:
+    """``[tool.ragbench]`` and the ragbench.toml files in play (``setting_files.py``).
 
+    ``discover``: look for them below ``paths`` too (the controller; a worker reads the
+    files of each case file's folders when its items run).
+    """
+    # lazy: file walking and TOML reading are for sessions that configure ragbench
+    from pytest_ragbench import setting_files as files
 
-def _merge(target: dict[str, Any], extra: dict[str, Any]) -> None:
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(target.get(key), dict):
-            _merge(target[key], value)
-        else:
-            target[key] = value
+    rootpath = config.rootpath.resolve()
+    base = files.read(rootpath / "pyproject.toml", ("tool", "ragbench")) \
+        or files.SettingsFile(rootpath / "pyproject.toml", rootpath)
+    outside = sorted({p if p.is_dir() else p.parent for p in paths
+                      if p != rootpath and rootpath not in p.parents}, key=lambda p: len(p.parts))
+    tree = files.SettingsTree(base, (rootpath, *outside))
+    in_play: list[SettingsFile] = []
+    if discover:
+        report = _path_option(config, "ragbench_report")
+        skip = files.skipper(list(config.getini("norecursedirs") or ()),
+                             [*(config.getoption("ignore", None) or ()), report])
+        in_play = tree.discover(paths, skip)
+    gates, gate_origin = files.session_gates(base, in_play)
+    origin = {f"gates:{name}": str(path) for name, path in gate_origin.items()}
+    for one in [base, *in_play]:
+        origin.update({f"thresholds:{name}": str(one.path) for name in one.thresholds})
+    return {"thresholds": dict(base.thresholds), "gates": gates, "files": origin,
+            "toml_files": tuple(in_play), "tree": tree}
 
 
 def _path_option(config: pytest.Config, dest: str) -> Path:
@@ -312,14 +347,18 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         raise ConfigError(f"--ragbench-perturb: unknown kind(s) {', '.join(unknown)}; "
                           f"choose from {', '.join(PERTURBATION_KINDS)}")
 
-    settings = load_toml_settings(rootpath, case_paths)
+    evaluate = bool(options.value(config, "ragbench"))
+    ragcsv_files = tuple((rootpath / p).resolve() for p in config.getini("ragbench_ragcsv")) \
+        or ragcsv_env_files(config)
+    paths, _ = collected_paths(config, case_paths, ragcsv_files, evaluate)
+    settings = load_settings_files(config, paths, discover=not hasattr(config, "workerinput"))
     corpus = [p if p.is_absolute() else (rootpath / p)
               for p in (Path(c) for c in config.getini("ragbench_corpus"))]
     if not corpus:
         corpus = [p / "corpus" for p in case_paths if (p / "corpus").is_dir()]
     return RagbenchConfig(
         rootpath=rootpath,
-        evaluate=bool(options.value(config, "ragbench")),
+        evaluate=evaluate,
         case_paths=case_paths,
         db_url=db_url,
         dbs=_parse_dbs(config.getini("ragbench_dbs"), rootpath),
@@ -341,11 +380,11 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         perturb=perturb,
         robustness_examples=_int("--ragbench-robustness-examples",
                                  options.value(config, "ragbench_robustness_examples")),
-        ragcsv_files=tuple((rootpath / p).resolve() for p in config.getini("ragbench_ragcsv"))
-        or ragcsv_env_files(config),
+        ragcsv_files=ragcsv_files,
         corpus_paths=tuple(p.resolve() for p in corpus),
         thresholds=settings["thresholds"],
         gates=settings["gates"],
+        k=_optional_int("ragbench_k", config.getini("ragbench_k")),
         gate_min_n=_int("ragbench_gate_min_n", config.getini("ragbench_gate_min_n") or 5),
         cluster_by=str(config.getini("ragbench_cluster_by") or "").strip() or None,
         judge_labels=_optional_path_option(config, "ragbench_judge_labels"),
@@ -361,6 +400,8 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
                                config.getini("ragbench_max_reply_bytes")),
         **_judging(config),
         setting_files=settings["files"],
+        toml_files=settings["toml_files"],
+        settings_tree=settings["tree"],
         resume=bool(options.value(config, "ragbench_resume")),
         system_url=options.value(config, "ragbench_system_url") or None,
     )
@@ -410,6 +451,6 @@ def _float(name: str, raw: Any) -> float:
         number = float(raw)
     except (TypeError, ValueError):
         raise ConfigError(f"{name} must be a number, got {raw!r}") from None
-    if number != number:  # NaN
-        raise ConfigError(f"{name} must be a number, got {raw!r}")
+    if not math.isfinite(number):  # NaN compares false with everything; inf is no setting
+        raise ConfigError(f"{name} must be a finite number, got {raw!r}")
     return number

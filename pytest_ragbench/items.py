@@ -257,7 +257,7 @@ class CaseItem(pytest.Function):
     def runtest(self) -> None:
         """Evaluate the case, keep the record, fail with the evidence when it misses."""
         config = get_config(self.config)
-        limits = thresholds_mod.resolve(self.item_kind, config.thresholds,
+        limits = thresholds_mod.resolve(self.item_kind, config.thresholds_for(self.path),
                                         self.case.item_thresholds())
         requested = item_fixtures(self.item_kind, self.system_name)
         context = RunContext(config, {n: self.funcargs[n] for n in requested},
@@ -319,7 +319,7 @@ class CaseItem(pytest.Function):
             usage=usage, human=dict(self.case.human),
             system_independent=outcome.system_independent, judge=dict(outcome.judge),
             answers=cut_strings(list(context.traces), limit) if context is not None else [],
-            summary=cut_strings(outcome.summary, limit),
+            summary=cut_strings(outcome.summary, limit), retrieval=dict(outcome.retrieval),
         )
 
     def record_for_report(self, status: str, message: str | None) -> ItemRecord:

@@ -119,6 +119,11 @@ INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
     ("ragbench_cluster_by", "a case field whose values group items that are not "
      "independent (default: the case field 'cluster')", "string", ""),
     # -- bounds on outside calls (issue 17) --
+    # k follows the system: the cut-off of source_hit@k and friends when a system does not
+    # say its top_k, and the number of contexts the built-in systems retrieve (default 5).
+    ("ragbench_k", "the k of source_hit@k, source_recall@k and source_ndcg@k for a system "
+     "without a top_k attribute; the built-in systems retrieve this many contexts "
+     "(default: the system's top_k, else the number of contexts it returned)", "string", ""),
     ("ragbench_sql_timeout", "seconds one SQL statement (and connecting) may take before it "
      "is stopped and its item fails (default 30)", "string", "30"),
    # -- the RAG service of --ragbench-system-url --

@@ -13,7 +13,13 @@ from typing import Any
 import pytest
 
 from pytest_ragbench import options
-from pytest_ragbench.config import CONFIG_KEY, RagbenchConfig, build_config, get_config
+from pytest_ragbench.config import (
+    CONFIG_KEY,
+    RagbenchConfig,
+    build_config,
+    collected_paths,
+    get_config,
+)
 from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.records import REPORT_ATTRIBUTE
 from pytest_ragbench.redact import register_environment, register_urls, scrub, scrub_data
@@ -69,7 +75,8 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = build_config(config)
         register_urls(settings.urls())
         kinds = registry(config)
-        if not hasattr(config, "workerinput") and (settings.thresholds or settings.gates):
+        if not hasattr(config, "workerinput") and (settings.thresholds or settings.gates
+                                                     or settings.toml_files):
             from pytest_ragbench.vocabulary import check_settings
 
             check_settings(settings, kinds)  # a misspelt metric or kind stops the session
@@ -153,18 +160,9 @@ def _register_system_fixtures(config: pytest.Config) -> None:
 
 def _add_case_paths(config: pytest.Config, settings: RagbenchConfig) -> None:
     """Collect the case folders (ini ``ragbench_cases``) even when testpaths points elsewhere."""
-    base = config.invocation_params.dir
-    current = [(base / arg.split("::")[0]).resolve() for arg in config.args]
-    explicit = config.args_source == pytest.Config.ArgsSource.ARGS
-    extra = [Path(p).resolve() for p in (config.getoption("ragbench_cases") or [])]
-    candidates = extra if explicit else [*settings.case_paths, *extra]
-    if settings.evaluate:  # ini ragbench_ragcsv files may sit outside the case folders
-        candidates += settings.ragcsv_files
-    for path in candidates:
-        covered = any(path == c or c in path.parents for c in current)
-        if path.exists() and not covered:
-            config.args.append(str(path))
-            current.append(path)
+    _, added = collected_paths(config, settings.case_paths, settings.ragcsv_files,
+                               settings.evaluate)
+    config.args += [str(path) for path in added]
 
 
 def _locations(config: pytest.Config) -> Any:

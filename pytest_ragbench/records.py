@@ -48,6 +48,8 @@ class ItemRecord:
     answers: list[dict[str, Any]] = field(default_factory=list)
     # The kind's one line on what went wrong (Outcome.summary), shown first in the report.
     summary: str | None = None
+    # The k of the source metrics and the ranked source names (Outcome.retrieval).
+    retrieval: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:

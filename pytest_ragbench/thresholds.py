@@ -9,6 +9,7 @@ registry (smaller is better for timings).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,8 @@ def flatten(table: dict[str, Any], prefix: str = "") -> dict[str, float]:
             flat.update(flatten(value, name))
         elif isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"threshold {name!r} must be a number, got {value!r}")
+        elif not math.isfinite(value):
+            raise ConfigError(f"threshold {name!r} must be a finite number, got {value!r}")
         else:
             flat[name] = float(value)
     return flat

@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.config import RagbenchConfig, dotted_names
+from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.errors import ConfigError, did_you_mean
 from pytest_ragbench.kinds import ANY_CASE_KIND, KindRegistry, registry
 from pytest_ragbench.metrics.registry import REGISTRY
 from pytest_ragbench.report.gates import parse_gates
+from pytest_ragbench.thresholds import flatten
 
 
 def metric_problem(kind: str, metric: str, kinds: KindRegistry) -> str | None:
@@ -40,19 +41,32 @@ def metric_problem(kind: str, metric: str, kinds: KindRegistry) -> str | None:
 
 
 def check_settings(settings: RagbenchConfig, kinds: KindRegistry) -> None:
-    """Raise :class:`ConfigError` for a threshold or gate that names nothing recorded."""
-    for name in dotted_names(settings.thresholds):
-        kind, _, metric = name.partition(".")
-        problem = metric_problem(kind, metric, kinds)
-        if problem is not None:
-            raise ConfigError(f"threshold {name!r}{_origin(settings, 'thresholds', name)}: "
-                              f"{problem}")
-    if settings.gates:
-        for gate in parse_gates(settings.gates):
+    """Raise :class:`ConfigError` for a threshold or gate that names nothing recorded.
+
+    Every file in play is checked with its own name (pyproject.toml, each ragbench.toml).
+    """
+    sources = [(settings.setting_files.get(f"thresholds:{name}"), {name: value})
+               for name, value in flatten(settings.thresholds).items()]
+    sources += [(str(f.path), f.thresholds) for f in settings.toml_files]
+    for path, table in sources:
+        for name in table:
+            kind, _, metric = name.partition(".")
+            problem = metric_problem(kind, metric, kinds)
+            if problem is not None:
+                raise ConfigError(f"threshold {name!r}{_in(path)}: {problem}")
+    gate_sources: list[tuple[str | None, dict[str, float]]] = [
+        (str(f.path), f.gates) for f in settings.toml_files if f.gates]
+    gate_sources += [(None, settings.gates)]
+    for path, table in gate_sources:
+        try:
+            parsed = parse_gates(table)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}" if path else str(exc)) from None
+        for gate in parsed:
             problem = metric_problem(gate.kind, gate.metric, kinds)
             if problem is not None:
-                raw = gate.name
-                raise ConfigError(f"gate {raw!r}{_origin(settings, 'gates', raw)}: {problem}")
+                where = path or settings.setting_files.get(f"gates:{gate.name}")
+                raise ConfigError(f"gate {gate.name!r}{_in(where)}: {problem}")
 
 
 def check_labels(labels: Any, kinds: KindRegistry) -> None:
@@ -70,9 +84,8 @@ def check_labels(labels: Any, kinds: KindRegistry) -> None:
             raise ConfigError(f"--ragbench-judge-labels {label.where}: {problem}")
 
 
-def _origin(settings: RagbenchConfig, section: str, name: str) -> str:
-    """`` in <file>`` for the file that set ``name`` last, when known."""
-    path = settings.setting_files.get(f"{section}:{name}")
+def _in(path: str | None) -> str:
+    """`` in <file>`` when the file is known."""
     return f" in {path}" if path else ""
 
 

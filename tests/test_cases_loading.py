@@ -160,7 +160,11 @@ def test_duplicate_id_is_a_file_error_naming_both_lines(tmp_path: Path) -> None:
         ({"expected_sq": "SELECT 1"}, "expected_sq", "did you mean 'expected_sql'"),
         ({"ground_truth_data": [{"a": 1}, {"b": 2}]}, "ground_truth_data", "row 2 has keys"),
         ({"id": "has space"}, "id", "may contain only"),
-        ({"thresholds": {"match": "high"}}, "thresholds", "must be a number"),
+        ({"thresholds": {"match": "high"}}, "thresholds.match", "must be a number"),
+        ({"thresholds": {"match": float("nan")}}, "thresholds.match",
+         "must be a finite number, got nan"),
+        ({"thresholds": {"match": float("-inf")}}, "thresholds.match",
+         "must be a finite number, got -inf"),
     ],
 )
 def test_bad_fields_name_file_line_and_field(tmp_path: Path, change: dict, field: str,

@@ -18,11 +18,13 @@ def contexts(*sources: str) -> list[Context]:
             for i, s in enumerate(sources)]
 
 
-def test_k_is_the_systems_top_k_else_the_number_returned() -> None:
+def test_k_is_the_systems_top_k_else_ragbench_k_else_the_number_returned() -> None:
     assert retrieval_k(SimpleNamespace(top_k=3), contexts("a", "b", "c", "d")) == 3
-    assert retrieval_k(SimpleNamespace(top_k=10), contexts("a")) == 5  # at most 5
+    assert retrieval_k(SimpleNamespace(top_k=10), contexts("a")) == 10  # what it was asked for
+    assert retrieval_k(SimpleNamespace(top_k=10), contexts("a"), 3) == 10  # its own top_k wins
+    assert retrieval_k(object(), contexts("a", "b", "c", "d"), 3) == 3  # ini ragbench_k
     assert retrieval_k(object(), contexts("a", "b", "c", "d")) == 4
-    assert retrieval_k(object(), contexts(*"abcdefg")) == 5
+    assert retrieval_k(object(), contexts(*"abcdefg")) == 7  # no cap
     assert retrieval_k(object(), []) == 5
     assert retrieval_k(SimpleNamespace(top_k=True), contexts("a", "b")) == 2  # not a number
 

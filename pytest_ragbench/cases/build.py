@@ -77,6 +77,8 @@ def _int(minimum: int) -> Callable[[Any], int]:
 def _number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"expected a number, got {_type(value)}")
+    if not math.isfinite(value):  # a NaN bound compares false with everything
+        raise ValueError(f"expected a finite number, got {value}")
     return float(value)
 
 
@@ -120,8 +122,11 @@ def _thresholds(value: Any) -> dict[str, float] | None:
     out = {}
     for name, number in value.items():
         if isinstance(number, bool) or not isinstance(number, int | float):
-            raise ValueError(f"threshold for {short_repr(name)} must be a number, "
-                             f"got {_type(number)}")
+            raise FieldError(f"threshold for {short_repr(name)} must be a number, "
+                             f"got {_type(number)}", f"thresholds.{name}")
+        if not math.isfinite(number):  # a NaN bound would let every value pass
+            raise FieldError(f"threshold for {short_repr(name)} must be a finite number, "
+                             f"got {number}", f"thresholds.{name}")
         out[str(name)] = float(number)
     return out
 
@@ -392,7 +397,8 @@ def build_case(record: RawRecord, path: Path, defaults: dict[str, Any] | None = 
         try:
             values[name] = data[name] if spec.convert is None else spec.convert(data[name])
         except ValueError as exc:
-            raise CaseError(str(exc), file=path, line=record.line_of(name), field=name) from None
+            where = exc.field if isinstance(exc, FieldError) and exc.field else name
+            raise CaseError(str(exc), file=path, line=record.line_of(name), field=where) from None
     extra = _extra_fields(data, schema, record, path)
     _check_thresholds(kind, values.get("thresholds"), kinds, record, path)
     _check_rules(case_kind, values, record, path)

@@ -456,6 +456,9 @@ class Outcome:
     system_independent: bool = False
     # What the judge scored: judged metric names, every sample, settings (metrics/repeated.py).
     judge: dict[str, Any] = field(default_factory=dict)
+    # The k the source metrics used and the ranked source names, to rescore them at another
+    # k in a comparison (SourceHits.kept in kinds/answer_common.py).
+    retrieval: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

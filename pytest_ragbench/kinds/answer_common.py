@@ -22,7 +22,10 @@ from pytest_ragbench.metrics.relevance import NAME, NO_JUDGE, Relevance, ajudge_
 from pytest_ragbench.metrics.repeated import JudgeSettings, outcome_judge
 from pytest_ragbench.system.protocols import as_messages
 
-HIT_K = 5  # the retrieval metrics read at most the first 5 contexts (see retrieval_k)
+# The cut-off of a system that says no top_k, with no ini ragbench_k, that returned nothing.
+FALLBACK_K = 5
+# Source names kept per item (ItemRecord.retrieval) to rescore it at a smaller k.
+KEPT_RANKS = 200
 JUDGED = ("faithfulness", "answer_relevancy")
 ANSWER_CHARS = 600  # of the answer shown in a failure message (the record keeps it whole)
 
@@ -59,9 +62,15 @@ class SourceHits:
     """Where the expected sources are among the first ``k`` contexts."""
 
     expected: tuple[str, ...]
-    names: tuple[str, ...]  # one per context, the matching expected name where there is one
+    names: tuple[str, ...]  # per context of the top k: the expected name it matches, or its own
     first_rank: int | None  # 1-based rank of the first context from an expected source
-    k: int = HIT_K
+    k: int
+    ranked: tuple[str, ...] = ()  # the same for every context returned
+
+    def kept(self) -> dict[str, Any]:
+        """What an item record keeps to rescore the source metrics at another k."""
+        return {"k": self.k, "expected": list(self.expected),
+                "ranked": list(self.ranked[:KEPT_RANKS]), "n_ranked": len(self.ranked)}
 
     @property
     def found(self) -> list[str]:
@@ -74,29 +83,31 @@ class SourceHits:
         return [e for e in self.expected if e not in self.names]
 
 
-def retrieval_k(system: Any, contexts: Sequence[Any]) -> int:
-    """The cut-off the retrieval metrics use: at most :data:`HIT_K`.
+def retrieval_k(system: Any, contexts: Sequence[Any], configured: int | None = None) -> int:
+    """The k the system was asked for: the cut-off of the source metrics.
 
-    The system's own ``top_k`` when it declares one (the embedded system: 5), else the
-    number of contexts it returned (5 when it returned none), so that a system returning
-    4 contexts is scored as ``source_hit@4``, not ``source_hit@5``.
+    The system's own ``top_k`` when it declares one, else ini ``ragbench_k``
+    (``configured``), else the number of contexts it returned (:data:`FALLBACK_K` when
+    none), so that a system returning 4 contexts is scored as ``source_hit@4``.
     """
     declared = getattr(system, "top_k", None)
     if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
-        return min(declared, HIT_K)
-    return min(len(contexts), HIT_K) or HIT_K
+        return declared
+    if configured:
+        return configured
+    return len(contexts) or FALLBACK_K
 
 
-def source_hits(expected: Sequence[str], contexts: Sequence[Any], k: int = HIT_K) -> SourceHits:
-    """Match the first ``k`` contexts with the expected sources."""
-    names: list[str] = []
+def source_hits(expected: Sequence[str], contexts: Sequence[Any], k: int) -> SourceHits:
+    """Match the contexts with the expected sources; ``names`` are those of the first ``k``."""
+    ranked: list[str] = []
     first = None
-    for rank, context in enumerate(contexts[:k], start=1):
+    for rank, context in enumerate(contexts, start=1):
         hit = next((e for e in expected if matches(context, e)), None)
-        if hit is not None and first is None:
+        if hit is not None and first is None and rank <= k:
             first = rank
-        names.append(hit if hit is not None else context_name(context))
-    return SourceHits(tuple(expected), tuple(names), first, k)
+        ranked.append(hit if hit is not None else context_name(context))
+    return SourceHits(tuple(expected), tuple(ranked[:k]), first, k, tuple(ranked))
 
 
 def source_metric_names(k: int) -> tuple[str, ...]:
@@ -106,14 +117,14 @@ def source_metric_names(k: int) -> tuple[str, ...]:
 
 
 def score_sources(scores: Scores, expected: Sequence[str], contexts: Sequence[Any],
-                  k: int = HIT_K) -> SourceHits:
+                  k: int) -> SourceHits:
     """Source metrics over the expected sources (module docstrings of vector and hybrid).
 
     ``source_hit@k`` (an expected source in the top k), ``source_recall@k`` (the share of
     expected sources there), ``source_mrr`` (1 / rank of the first expected source among
-    every context returned) and ``source_ndcg@k`` (binary relevance, each source counted at
-    its first rank) - the last two by pytrec_eval - and ragas's ID-based context precision
-    and recall over the names of the top k.
+    every context returned) and ``source_ndcg@k`` (binary relevance over the top k, each
+    source counted at its first rank) - the last two by pytrec_eval - and ragas's ID-based
+    context precision and recall over the names of the top k.
     """
     hits = source_hits(expected, contexts, k)
     if not expected:
@@ -121,23 +132,33 @@ def score_sources(scores: Scores, expected: Sequence[str], contexts: Sequence[An
         for name in source_metric_names(k):
             scores.put(name, Unscored(reason))
         return hits
-    scores.put(f"source_hit@{k}", hits.first_rank is not None)
-    scores.put(f"source_recall@{k}", len(set(hits.found)) / len(set(expected)))
-    ranked = source_hits(expected, contexts, len(contexts)).names
-    rank_scores = _rank_metrics(expected, ranked, k)
-    scores.put("source_mrr", rank_scores["RR"])
-    scores.put(f"source_ndcg@{k}", rank_scores[f"nDCG@{k}"])
+    for name, value in source_scores(expected, hits.ranked, k).items():
+        scores.put(name, value)
     scores.put("id_context_precision", id_context_precision(list(hits.names), list(expected)))
     scores.put("id_context_recall", id_context_recall(list(hits.names), list(expected)))
     return hits
 
 
-def _rank_metrics(expected: Sequence[str], ranked: Sequence[str], k: int) -> dict[str, Score]:
-    """Reciprocal rank and nDCG@k of the ranked source names (first occurrence of each)."""
+def source_scores(expected: Sequence[str], ranked: Sequence[str], k: int) -> dict[str, Score]:
+    """``source_hit@k``, ``source_recall@k``, ``source_mrr`` and ``source_ndcg@k``.
+
+    ``ranked``: the name of every context returned, in order (:attr:`SourceHits.ranked`).
+    Also how a comparison rescores a kept record at a smaller k (report/cutoffs.py).
+    """
+    top = list(ranked[:k])
+    wanted = set(expected)
+    return {f"source_hit@{k}": float(any(name in wanted for name in top)),
+            f"source_recall@{k}": len(wanted & set(top)) / len(wanted),
+            "source_mrr": _rank_metric(expected, ranked, "RR"),
+            f"source_ndcg@{k}": _rank_metric(expected, top, f"nDCG@{k}")}
+
+
+def _rank_metric(expected: Sequence[str], ranked: Sequence[str], measure: str) -> Score:
+    """One pytrec_eval measure of the ranked source names (first occurrence of each)."""
     unique = list(dict.fromkeys(ranked))
     run = {name: float(len(unique) - rank) for rank, name in enumerate(unique)}
-    evaluator = IREvaluator({"q": dict.fromkeys(expected, 1)}, ["RR", f"nDCG@{k}"])
-    return evaluator.score_query("q", run)
+    evaluator = IREvaluator({"q": dict.fromkeys(expected, 1)}, [measure])
+    return evaluator.score_query("q", run)[measure]
 
 
 def judged_scores(scores: Scores, *, question: str, answer: str, contexts: Sequence[str],

@@ -62,7 +62,7 @@ def run(case: HybridCase, context: RunContext) -> Outcome:
         if text.strip() else 0.0
     scores.put("semantic_similarity", similarity)
 
-    k = retrieval_k(context.system(), contexts)
+    k = retrieval_k(context.system(), contexts, context.config.k)
     hits = score_sources(scores, case.expected_sources, contexts, k)
     if case.expected_sources:
         evidence["expected sources"] = ", ".join(case.expected_sources)
@@ -72,7 +72,8 @@ def run(case: HybridCase, context: RunContext) -> Outcome:
     missing = evidence.get("values not in the answer")
     return Outcome(metrics=scores.metrics, unscored=scores.unscored, errors=errors,
                    evidence=evidence, usage=usage_of(answer),
-                   summary=f"the answer does not state: {missing}" if missing else None)
+                   summary=f"the answer does not state: {missing}" if missing else None,
+                   retrieval=hits.kept() if hits.expected else {})
 
 
 def _check_sql(case: HybridCase, sql: str, context: RunContext, scores: Scores,

@@ -184,8 +184,9 @@ def property_bounds(context: RunContext) -> tuple[dict[str, float], bool]:
     if record_only:
         kinds = registry(context.request.config) if context.request is not None \
             else builtin_registry()
-        limits = thresholds_mod.resolve(kinds.item_kinds["robust"], context.config.thresholds,
-                                        None)
+        case_file = context.request.node.path if context.request is not None else None
+        limits = thresholds_mod.resolve(kinds.item_kinds["robust"],
+                                        context.config.thresholds_for(case_file), None)
     return {k: float(v) for k, v in limits.items() if k in PROPERTIES}, record_only
 
 

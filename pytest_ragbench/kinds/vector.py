@@ -7,9 +7,9 @@ The system answers the question (a conversational case passes its prior turns as
   (``metadata["source"]``, else the context id), ``source_recall@k``: the share of the
   expected sources there; ``source_mrr`` (1 / rank of the first expected source) and
   ``source_ndcg@k`` (pytrec_eval); ``id_context_precision`` and ``id_context_recall``:
-  ragas's ID-based context metrics over those source names. k is the system's ``top_k``
-  when it declares one, else the number of contexts it returned, at most 5
-  (answer_common.retrieval_k).
+  ragas's ID-based context metrics over those source names. k is the k the system was
+  asked for: its ``top_k`` when it declares one, else ini ``ragbench_k``, else the number
+  of contexts it returned (answer_common.retrieval_k).
 - ``top_similarity``: the best cosine similarity (``ragbench_embedder``) between the
   question and the first k retrieved contexts; ``similarity_in_range``: 1 when it lies within the
   case's ``expected_similarity``.
@@ -24,7 +24,7 @@ The system answers the question (a conversational case passes its prior turns as
 - ``faithfulness`` and ``answer_relevancy`` through ragas with ``ragbench_judge``;
   unscored with the reason "no judge configured" without one.
 - ``judge_relevance`` (LLM-as-judge, :mod:`pytest_ragbench.metrics.relevance`): the judge
-  rates each of the first five retrieved contexts 0-10 against the question; the mean / 10.
+  rates each of the first k retrieved contexts 0-10 against the question; the mean / 10.
   Only with a judge.
 """
 
@@ -61,7 +61,7 @@ def run(case: VectorCase, context: RunContext) -> Outcome:
     text = str(answer.text or "")
     embedder = context.fixture("ragbench_embedder")
     scores = Scores()
-    k = retrieval_k(context.system(), contexts)
+    k = retrieval_k(context.system(), contexts, context.config.k)
     hits = score_sources(scores, case.expected_sources, contexts, k)
 
     reference = case.ground_truth if case.expect == "answer" else None
@@ -124,7 +124,7 @@ def run(case: VectorCase, context: RunContext) -> Outcome:
             evidence["judge samples"] = evidence_lines(samples)
     return Outcome(metrics=scores.metrics, unscored=scores.unscored, errors=errors,
                    evidence=evidence, usage=usage, summary=_summary(case, scores, refusal, k),
-                   judge=judge_info)
+                   judge=judge_info, retrieval=hits.kept() if hits.expected else {})
 
 
 def _similarities(question: str, contexts: Sequence[Any], answer: str, reference: str | None,

@@ -211,8 +211,16 @@ class MetricRegistry:
         return found
 
     def lookup(self, metric: str) -> MetricSpec | None:
-        """The definition of a metric as an item records it (``source_hit@5``), or None."""
+        """The definition of a metric as an item records it (``source_hit@5``), or None.
+
+        ``source_hit@k`` (any cut-off: a threshold, a gate, a comparison of runs at
+        different k) is the cut-off metric's definition too.
+        """
         if metric not in self._found:
+            base, at, k = metric.rpartition("@")
+            if at and k == "k" and base.lower() in self._cut:
+                self._found[metric] = self._cut[base.lower()]
+                return self._found[metric]
             try:
                 self._found[metric] = self.parse(metric).spec
             except UnknownMetricError:
@@ -346,8 +354,9 @@ BUILTIN: tuple[MetricSpec, ...] = (
     _spec("judge_relevance", "judge",
           "LLM-as-judge relevance of the retrieved contexts to the query: mean 0-10 grade / 10",
           ("texts", "judge")),
-    # The expected sources among the system's contexts (vector, hybrid). k is the number of
-    # contexts the item used; thresholds may say ``source_hit@k`` for any k.
+    # The expected sources among the system's contexts (vector, hybrid). k is the k the
+    # system was asked for (answer_common.retrieval_k); thresholds, gates and comparisons
+    # may say ``source_hit@k`` for any k.
     _spec("source_hit", "retrieval", "1 if a context among the first k comes from an expected "
           "source (metadata['source'], else the context id)", IDS, cutoff="required"),
     _spec("source_recall", "retrieval", "share of the expected sources among the first k "

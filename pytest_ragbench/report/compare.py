@@ -14,6 +14,11 @@ when there are no more of them than that, and when no flip reaches the observed 
 reports Hoeffding's bound on the exact p where it is smaller than the floor.
 The CI of each difference is a 95% interval of its own (not adjusted for the family; the
 verdicts are), chosen like a cell's (:mod:`pytest_ragbench.intervals`).
+
+Source metrics recorded at different k (``source_hit@4`` against ``source_hit@2``) are
+compared as ``source_hit@k`` and at the common k (:mod:`.cutoffs`). A metric scored on
+one side only, or that no pair scored on both, is listed with the reason
+(``Compared.not_compared``; ``not_compared`` in results.json), never silently dropped.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from pytest_ragbench import intervals, stats
 from pytest_ragbench.intervals import CellData, prepare
 from pytest_ragbench.metrics.registry import REGISTRY
 from pytest_ragbench.records import ItemRecord
+from pytest_ragbench.report import cutoffs
 from pytest_ragbench.report.aggregate import (
     cluster_key,
     direction,
@@ -85,7 +91,11 @@ class Pairs:
 
     def add(self, first: ItemRecord, second: ItemRecord) -> None:
         """Pair two records' values of the metric when both are scored."""
-        x, y = scored_value(first, self.metric), scored_value(second, self.metric)
+        self.add_values(first, scored_value(first, self.metric),
+                        scored_value(second, self.metric))
+
+    def add_values(self, first: ItemRecord, x: float | None, y: float | None) -> None:
+        """Pair two values (of the records of one case) when both are scored."""
         if x is not None and y is not None:
             self.a.append(x)
             self.b.append(y)
@@ -239,24 +249,109 @@ def holm(comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return comparisons
 
 
-def system_comparisons(records: Iterable[ItemRecord], systems: Sequence[str]
-                       ) -> list[dict[str, Any]]:
+@dataclass
+class Compared:
+    """Comparisons of one family, and every metric of the paired records left uncompared."""
+
+    comparisons: list[dict[str, Any]] = field(default_factory=list)
+    # {"name", "kind", "system", "metric", "reason"}: recorded, but no pair could be formed
+    not_compared: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class _Family:
+    """The pairs of a family being built, and the metrics found uncomparable."""
+
+    pairs: list[Pairs] = field(default_factory=list)
+    not_compared: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, pairs: Pairs, reason: str) -> None:
+        """Keep ``pairs``; when it paired nothing, note the metric with ``reason``."""
+        if pairs.a:
+            self.pairs.append(pairs)
+        else:
+            self.skip(pairs, reason)
+
+    def skip(self, pairs: Pairs, reason: str) -> None:
+        """Note the metric of ``pairs`` as not compared."""
+        self.not_compared.append({"name": pairs.name, "kind": pairs.kind,
+                                  "system": pairs.system, "metric": pairs.metric,
+                                  "reason": reason})
+
+
+def _scored(records: Iterable[ItemRecord]) -> set[str]:
+    return {m for r in records for m in r.metrics if scored_value(r, m) is not None}
+
+
+def _pair_metrics(family: _Family, name: str, kind: str, system: str | None,
+                  paired: Sequence[tuple[ItemRecord, ItemRecord]], sides: tuple[str, str]) -> None:
+    """Every metric scored on either side of ``paired`` (records of one case: A, B).
+
+    A metric whose k follows the system and differs within a pair is compared at the k each
+    was asked for (``source_hit@k``) and at the common k (:mod:`.cutoffs`); a metric that
+    cannot be paired is noted with the reason.
+    """
+    start, noted = len(family.pairs), len(family.not_compared)
+    in_a, in_b = _scored(a for a, _ in paired), _scored(b for _, b in paired)
+    by_name = sorted(m for m in in_a | in_b if cutoffs.split(m) is None)
+    stems = sorted({found[0] for m in in_a | in_b if (found := cutoffs.split(m))})
+    for stem in stems:
+        ks = [(a, b, cutoffs.own_k(a, stem), cutoffs.own_k(b, stem)) for a, b in paired]
+        both = [(a, b, ka, kb) for a, b, ka, kb in ks if ka is not None and kb is not None]
+        if all(ka == kb for _, _, ka, kb in both):  # one k in each pair: compared by name
+            by_name += sorted(m for m in in_a | in_b if (cutoffs.split(m) or ("",))[0] == stem)
+            continue
+        asked = Pairs(name, kind, f"{stem}@k", system)
+        for a, b, ka, kb in both:
+            asked.add_values(a, scored_value(a, f"{stem}@{ka}"), scored_value(b, f"{stem}@{kb}"))
+        family.add(asked, "never scored for one case on both sides")
+        common = min(k for _, _, ka, kb in both for k in (ka, kb))
+        at = Pairs(name, kind, f"{stem}@{common}", system)
+        lost = 0
+        for a, b, _, _ in both:
+            x, y = cutoffs.value_at(a, stem, common), cutoffs.value_at(b, stem, common)
+            lost += x is None or y is None
+            at.add_values(a, x, y)
+        if lost:  # a comparison of a subset would not be the metric's
+            family.skip(at, f"the records of {lost} of {len(both)} pairs keep no ranking to "
+                            f"rescore it at the common k = {common}")
+        else:
+            family.add(at, "never scored for one case on both sides")
+    for metric in sorted(set(by_name)):
+        pairs = Pairs(name, kind, metric, system)
+        for a, b in paired:
+            pairs.add(a, b)
+        reason = (f"only in {sides[0]}" if metric not in in_b else
+                  f"only in {sides[1]}" if metric not in in_a else
+                  "never scored for one case on both sides")
+        family.add(pairs, reason)
+    family.pairs[start:] = sorted(family.pairs[start:], key=lambda p: p.metric)
+    family.not_compared[noted:] = sorted(family.not_compared[noted:], key=lambda c: c["metric"])
+
+
+def compare_systems(records: Iterable[ItemRecord], systems: Sequence[str]) -> Compared:
     """Every pair of systems (``a_vs_b`` in ``--ragbench-systems`` order) on every metric."""
     # An answer that does not depend on the system (ragbench_llm's) is not compared.
     records = [r for r in records if r.system and not r.system_independent]
     by_case: dict[tuple[str, str, str], dict[str, ItemRecord]] = defaultdict(dict)
     for record in records:
         by_case[(record.kind, record.file, record.case_id)][record.system or ""] = record
-    family: list[Pairs] = []
+    family = _Family()
     for first, second in combinations(systems, 2):
-        for kind, metrics in metric_names(records).items():
-            for metric in metrics:
-                pairs = Pairs(f"{first}_vs_{second}", kind, metric)
-                for (case_kind, _, _), members in sorted(by_case.items()):
-                    if case_kind == kind and first in members and second in members:
-                        pairs.add(members[first], members[second])
-                family.append(pairs)
-    return evaluate(family)
+        for kind in metric_names(records):
+            paired = [(members[first], members[second])
+                      for (case_kind, _, _), members in sorted(by_case.items())
+                      if case_kind == kind and first in members and second in members]
+            if paired:
+                _pair_metrics(family, f"{first}_vs_{second}", kind, None, paired,
+                              (f"system {first}", f"system {second}"))
+    return Compared(evaluate(family.pairs), family.not_compared)
+
+
+def system_comparisons(records: Iterable[ItemRecord], systems: Sequence[str]
+                       ) -> list[dict[str, Any]]:
+    """The comparisons of :func:`compare_systems`."""
+    return compare_systems(records, systems).comparisons
 
 
 def _index(records: Iterable[ItemRecord]) -> dict[tuple[str, ...], ItemRecord]:
@@ -273,8 +368,8 @@ def _index(records: Iterable[ItemRecord]) -> dict[tuple[str, ...], ItemRecord]:
     return index
 
 
-def baseline_comparisons(records: Iterable[ItemRecord], baseline: Iterable[ItemRecord]
-                         ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def compare_baseline(records: Iterable[ItemRecord], baseline: Iterable[ItemRecord]
+                     ) -> tuple[Compared, dict[str, int]]:
     """Compare the current run (A) with the baseline (B) per kind, system and metric.
 
     Returns the comparisons and the pairing counts (``paired``, ``only_current``,
@@ -282,19 +377,25 @@ def baseline_comparisons(records: Iterable[ItemRecord], baseline: Iterable[ItemR
     """
     current, previous = _index(records), _index(baseline)
     shared = sorted(set(current) & set(previous))
-    grouped: dict[tuple[str, str, str], Pairs] = {}
+    grouped: dict[tuple[str, str], list[tuple[ItemRecord, ItemRecord]]] = defaultdict(list)
     for key in shared:
         a, b = current[key], previous[key]
-        for metric in sorted(set(a.metrics) & set(b.metrics)):
-            group = (a.kind, a.system or "", metric)
-            if group not in grouped:
-                name = f"{a.system}_vs_baseline" if a.system else "current_vs_baseline"
-                grouped[group] = Pairs(name, a.kind, metric, a.system or None)
-            grouped[group].add(a, b)
-    family = [grouped[g] for g in sorted(grouped)]
+        grouped[(a.kind, a.system or "")].append((a, b))
+    family = _Family()
+    for (kind, system), paired in sorted(grouped.items()):
+        name = f"{system}_vs_baseline" if system else "current_vs_baseline"
+        _pair_metrics(family, name, kind, system or None, paired,
+                      ("the current run", "the baseline"))
     counts = {"paired": len(shared), "only_current": len(set(current) - set(previous)),
               "only_baseline": len(set(previous) - set(current))}
-    return evaluate(family), counts
+    return Compared(evaluate(family.pairs), family.not_compared), counts
+
+
+def baseline_comparisons(records: Iterable[ItemRecord], baseline: Iterable[ItemRecord]
+                         ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The comparisons and pairing counts of :func:`compare_baseline`."""
+    compared, counts = compare_baseline(records, baseline)
+    return compared.comparisons, counts
 
 
 def nest(comparisons: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:

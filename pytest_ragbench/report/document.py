@@ -1,7 +1,8 @@
 """The session's results document (``results.json``, and a saved run), built from records alone.
 
 Keys: ``schema_version``, ``run``, ``config``, ``metrics``, ``breakdowns``, ``comparisons``,
-``items`` (README "The report and CI"), plus ``counts``, ``components``,
+``items`` (README "The report and CI"), plus ``not_compared`` (metrics a comparison could
+not pair, with the reason), ``counts``, ``components``,
 ``power_analysis``, ``usage``, ``timing``, ``ragcsv``, ``beir``, ``robustness``,
 ``judge`` (judged metrics: unscored counts, self-consistency, inconclusive items;
 :mod:`.judging`), ``judge_calibration``
@@ -36,8 +37,10 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
     records = sorted(records, key=lambda r: r.nodeid)
     systems = aggregate.systems_in(records, settings.systems)
     cells = aggregate.plan_cells(records, systems, settings.breakdown)
-    checks = [(gate, cell) for gate in gate_list if gate.kind in {r.kind for r in records}
-              for cell in gates.gate_cells(gate, _systems_of(gate.kind, records, systems))]
+    recorded = aggregate.metric_names(records)
+    checks = [(concrete, cell) for gate in gate_list if gate.kind in {r.kind for r in records}
+              for concrete in gates.at_recorded_k(gate, recorded.get(gate.kind, ()))
+              for cell in gates.gate_cells(concrete, _systems_of(gate.kind, records, systems))]
     for _, cell in checks:
         cells.setdefault(cell, aggregate.select(records, cell))
     stats = aggregate.compute_cells(cells)
@@ -45,13 +48,16 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
         wanted = systems if len(systems) > 1 else [None]
         metric_cells = [(c, e) for c, e in stats.items() if not c.where and c.system in wanted]
         checks += gates.threshold_checks(metric_cells)
-    comparisons = compare.system_comparisons(records, systems) if len(systems) > 1 else []
+    compared = compare.compare_systems(records, systems) if len(systems) > 1 \
+        else compare.Compared()
+    comparisons, not_compared = compared.comparisons, compared.not_compared
     baseline_part: dict[str, Any] | None = None
     found_regressions: list[dict[str, Any]] = []
     if baseline is not None:
-        against, counts = compare.baseline_comparisons(records, baseline.records)
-        comparisons += against
-        found_regressions = gates.regressions(against)
+        against, counts = compare.compare_baseline(records, baseline.records)
+        comparisons += against.comparisons
+        not_compared += against.not_compared
+        found_regressions = gates.regressions(against.comparisons)
         baseline_part = {"label": baseline.label, "path": str(baseline.path),
                          "run_id": baseline.run.get("id"), "time": baseline.run.get("time"),
                          # a partial baseline is named (a warning and a note of the verdict)
@@ -81,6 +87,7 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
         "metrics": aggregate.metrics_section(stats, systems),
         "breakdowns": aggregate.breakdowns_section(stats, systems),
         "comparisons": compare.nest(comparisons),
+        "not_compared": not_compared,
         "power_analysis": compare.power_section(records, comparisons),
         "usage": aggregate.usage_section(records, systems),
         "timing": aggregate.timing_section(records),

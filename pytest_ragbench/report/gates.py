@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -62,6 +63,19 @@ def parse_gates(table: dict[str, Any]) -> list[Gate]:
         gates.append(Gate(name.strip(), match["kind"], match["metric"].strip(),
                           tuple(where), float(bound)))
     return gates
+
+
+def at_recorded_k(gate: Gate, recorded: Iterable[str]) -> list[Gate]:
+    """A gate on ``source_hit@k`` bounds the metric at each k its kind recorded (``@4``).
+
+    Any other gate, or one on a cut-off nothing recorded, is returned as it is.
+    """
+    if not gate.metric.endswith("@k"):
+        return [gate]
+    stem = gate.metric[:-1]
+    found = sorted({m for m in recorded if m.startswith(stem) and m[len(stem):].isdigit()},
+                   key=lambda m: int(m[len(stem):]))
+    return [dataclasses.replace(gate, metric=m) for m in found] or [gate]
 
 
 def threshold_checks(metric_cells: Iterable[tuple[Cell, dict[str, Any]]]
@@ -119,6 +133,8 @@ def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str, min_n: int =
     elif value is not None:
         passed = value <= gate.bound if lower_better else value >= gate.bound
     shown = gate.name
+    if gate.name.partition("[")[0] != f"{gate.kind}.{gate.metric}":  # x@k at the k recorded
+        shown += f" ({gate.metric})"
     if cell.system and "system" not in dict(gate.where):
         shown += f" [system={cell.system}]"
     return {"gate": shown, "source": gate.source, "kind": gate.kind, "metric": gate.metric,

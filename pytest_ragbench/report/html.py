@@ -299,7 +299,7 @@ def gates_section(document: dict[str, Any]) -> str:
     """Gates (passed, missed, not checked), regressions, and which component moved."""
     gates = [g for g in document.get("gates") or [] if isinstance(g, dict)]
     found = [r for r in document.get("regressions") or [] if isinstance(r, dict)]
-    moved = stages.lines(document.get("comparisons") or {})
+    moved = stages.lines(document.get("comparisons") or {}, document.get("not_compared") or ())
     if not (gates or found or moved):
         return ""
     parts = ["<h2 id=gates>Gates and regressions</h2>"]
@@ -391,7 +391,8 @@ def comparisons_section(document: dict[str, Any], page: Page) -> str:
     comparisons = document.get("comparisons") or {}
     baseline = terminal.baseline_line(document)
     rows = terminal.comparison_rows(document)
-    if len(rows) < 2 and not baseline:
+    missing = terminal.not_compared_lines(document)
+    if len(rows) < 2 and not baseline and not missing:
         return ""
     marks = {"WORSE": "bad", "better": "good"}
     classes = [[""] * (len(row) - 1) + [marks.get(row[-1], "")] for row in rows[1:]]
@@ -402,6 +403,10 @@ def comparisons_section(document: dict[str, Any], page: Page) -> str:
         parts.append("<p class=meta>A − B per metric, paired by case; p Holm-adjusted over "
                      "each family; verdict after Holm at 0.05</p>")
         parts.append(table(rows[0], rows[1:], classes))
+    if missing:
+        parts.append(f"<p class=note>{esc(missing[0])}</p><ul>"
+                     + "".join(f"<li>{esc(line.strip())}</li>" for line in missing[1:])
+                     + "</ul>")
     for name, kinds in comparisons.items():
         flat = [c for metrics in (kinds or {}).values() for c in (metrics or {}).values()
                 if isinstance(c, dict)]

@@ -5,6 +5,9 @@ precision/recall, expected sources) or an *answer* metric (what was said: answer
 faithfulness, SQL results, declines); timings and unknown metrics are neither. The
 verdict of a stage comes from the paired comparisons already computed (Holm-adjusted),
 e.g. ``vector: retrieval unchanged, answers worse (semantic_similarity −0.120, p = 0.003)``.
+A difference that is not significant is named as such (``retrieval worse, not
+significantly (source_hit@k −0.0588, p = 1)``), and a stage is called unchanged only when
+every one of its metrics was compared: the ones that could not be are listed with why.
 """
 
 from __future__ import annotations
@@ -45,15 +48,50 @@ class StageMove:
     compared: int = 0  # metrics of this stage that were compared
     worse: list[dict[str, Any]] = field(default_factory=list)
     better: list[dict[str, Any]] = field(default_factory=list)
+    # compared but not significantly different, with a difference other than zero
+    moved: list[dict[str, Any]] = field(default_factory=list)
+    # metrics of this stage that could not be compared (results.json ``not_compared``)
+    missing: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
-        """``not compared``, ``unchanged``, ``worse``, ``better`` or ``mixed``."""
+        """``not compared``, ``unchanged``, ``partly compared``, ``worse``, ``better``, ``mixed``.
+
+        ``unchanged`` only when every metric of the stage was compared.
+        """
         if not self.compared:
             return "not compared"
         if self.worse and self.better:
             return "mixed"
-        return "worse" if self.worse else "better" if self.better else "unchanged"
+        if self.worse or self.better:
+            return "worse" if self.worse else "better"
+        return "partly compared" if self.missing else "unchanged"
+
+    def text(self) -> str:
+        """``retrieval worse (source_hit@k −0.5, p = 0.002)`` and what was not compared."""
+        label = LABELS[self.stage]
+        shown = [*self.worse, *self.better]
+        if shown:
+            text = f"{label} {self.verdict} (" + "; ".join(map(_metric_delta, shown)) + ")"
+            adverse = [c for c in self.moved if _adverse(c)]  # a loss is named even then
+            if adverse:
+                text += ("; worse, not significantly ("
+                         + "; ".join(map(_metric_delta, adverse)) + ")")
+        elif not self.compared:
+            text = f"{label} not compared"
+        elif self.moved:  # a difference, not a significant one: said so, with its direction
+            ways = {"worse" if _adverse(c) else "better" for c in self.moved}
+            way = ways.pop() if len(ways) == 1 else "changed"
+            text = (f"{label} {way}, not significantly ("
+                    + "; ".join(map(_metric_delta, self.moved)) + ")")
+        elif self.missing:
+            text = f"{label}: no difference in the {self.compared} metric(s) compared"
+        else:
+            text = f"{label} unchanged"
+        if self.missing:
+            text += "; not compared: " + ", ".join(
+                f"{c.get('metric')} ({c.get('reason')})" for c in self.missing)
+        return text
 
 
 @dataclass
@@ -71,17 +109,15 @@ class KindMove:
 
     def line(self) -> str:
         """One line: ``vector: retrieval unchanged, answers worse (...)``."""
-        parts = []
-        for stage in STAGES:
-            move = self.stages[stage]
-            if not move.compared:
-                continue
-            text = f"{LABELS[stage]} {move.verdict}"
-            shown = [*move.worse, *move.better]
-            if shown:
-                text += " (" + "; ".join(_metric_delta(c) for c in shown) + ")"
-            parts.append(text)
+        parts = [self.stages[stage].text() for stage in STAGES
+                 if self.stages[stage].compared or self.stages[stage].missing]
         return f"{self.kind}: {', '.join(parts) or 'no retrieval or answer metric compared'}"
+
+
+def _adverse(c: dict[str, Any]) -> bool:
+    sign = {"higher": 1.0, "lower": -1.0}.get(str(c.get("direction")), 0.0)
+    delta = c.get("delta")
+    return isinstance(delta, int | float) and sign * delta < 0
 
 
 def _metric_delta(c: dict[str, Any]) -> str:
@@ -93,18 +129,30 @@ def _metric_delta(c: dict[str, Any]) -> str:
     return f"{c.get('metric')} {sign}{size}, p = {shown_p}"
 
 
-def moves(comparisons: dict[str, Any]) -> list[KindMove]:
-    """One :class:`KindMove` per comparison and kind of ``results.json``'s ``comparisons``."""
-    out: list[KindMove] = []
+def moves(comparisons: dict[str, Any], not_compared: Iterable[dict[str, Any]] = ()
+          ) -> list[KindMove]:
+    """One :class:`KindMove` per comparison and kind of ``results.json``'s ``comparisons``.
+
+    ``not_compared``: results.json's list of the metrics that could not be compared.
+    """
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for name, kinds in (comparisons or {}).items():
         for kind, metrics in (kinds or {}).items():
-            members = [{"metric": metric, **c} for metric, c in (metrics or {}).items()
-                       if isinstance(c, dict)]
-            out.append(_kind_move(name, kind, members))
-    return out
+            grouped[(name, kind)] = [{"metric": metric, **c}
+                                     for metric, c in (metrics or {}).items()
+                                     if isinstance(c, dict)]
+    missing: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for entry in not_compared or ():
+        if isinstance(entry, dict):
+            key = (str(entry.get("name")), str(entry.get("kind")))
+            missing.setdefault(key, []).append(entry)
+            grouped.setdefault(key, [])
+    return [_kind_move(name, kind, members, missing.get((name, kind), []))
+            for (name, kind), members in grouped.items()]
 
 
-def _kind_move(name: str, kind: str, comparisons: Iterable[dict[str, Any]]) -> KindMove:
+def _kind_move(name: str, kind: str, comparisons: Iterable[dict[str, Any]],
+               missing: Iterable[dict[str, Any]] = ()) -> KindMove:
     stages = {stage: StageMove(stage) for stage in STAGES}
     for c in comparisons:
         stage = stage_of(str(c["metric"]))
@@ -116,12 +164,19 @@ def _kind_move(name: str, kind: str, comparisons: Iterable[dict[str, Any]]) -> K
             move.worse.append(c)
         elif c.get("better"):
             move.better.append(c)
+        elif isinstance(c.get("delta"), int | float) and abs(c["delta"]) > 1e-12:
+            move.moved.append(c)
+    for entry in missing:
+        stage = stage_of(str(entry.get("metric")))
+        if stage is not None:
+            stages[stage].missing.append(entry)
     return KindMove(name, kind, stages)
 
 
-def lines(comparisons: dict[str, Any]) -> list[tuple[str, list[str]]]:
+def lines(comparisons: dict[str, Any], not_compared: Iterable[dict[str, Any]] = ()
+          ) -> list[tuple[str, list[str]]]:
     """``(comparison, [one line per kind])`` for the terminal and the page."""
     grouped: dict[str, list[str]] = {}
-    for move in moves(comparisons):
+    for move in moves(comparisons, not_compared):
         grouped.setdefault(move.comparison, []).append(move.line())
     return list(grouped.items())

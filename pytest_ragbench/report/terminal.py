@@ -333,8 +333,21 @@ def power_rows(document: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def not_compared_lines(document: dict[str, Any]) -> list[str]:
+    """The metrics a comparison could not pair, each with the reason (none: no lines)."""
+    missing = [c for c in document.get("not_compared") or () if isinstance(c, dict)]
+    if not missing:
+        return []
+    lines = [f"not compared ({len(missing)} metric(s) recorded but not paired):"]
+    for c in missing:
+        system = f" [system={c['system']}]" if c.get("system") else ""
+        lines.append(f"  {c.get('name')} {c.get('kind')}.{c.get('metric')}{system}: "
+                     f"{c.get('reason')}")
+    return lines
+
+
 def comparison_lines(document: dict[str, Any]) -> list[str]:
-    """Baseline, paired comparisons and the power table (only when something was compared)."""
+    """Baseline, paired comparisons, what could not be compared, the power table."""
     line = baseline_line(document)
     lines = [line] if line else []
     rows = comparison_rows(document)
@@ -344,14 +357,15 @@ def comparison_lines(document: dict[str, Any]) -> list[str]:
         family = "/".join(str(f) for f in families)
         lines += [f"paired comparisons (A - B; p Holm-corrected over {family} comparisons, "
                   "alpha 0.05; CIs 95% each, unadjusted):", *table(rows)]
-        power = power_rows(document)
-        if power:
-            lines += ["", *table(power)]
-        moved = stages.lines(document.get("comparisons") or {})
-        if moved:
-            lines += ["", "which component moved (retrieval / answer metrics):"]
-            for name, kinds in moved:
-                lines += [f"  {name}:", *(f"    {line}" for line in kinds)]
+    lines += not_compared_lines(document)
+    power = power_rows(document) if len(rows) > 1 else []
+    if power:
+        lines += ["", *table(power)]
+    moved = stages.lines(document.get("comparisons") or {}, document.get("not_compared") or ())
+    if moved:
+        lines += ["", "which component moved (retrieval / answer metrics):"]
+        for name, kinds in moved:
+            lines += [f"  {name}:", *(f"    {line}" for line in kinds)]
     return lines
 
 

@@ -339,7 +339,7 @@ def ragbench_system(request: pytest.FixtureRequest) -> System:
         require(request, "ragbench_llm", generator)
     system = EmbeddedSystem(ragbench_retriever, generator, no_generator_reason=reason,
                             speller=corpus_speller(request, ragbench_retriever),
-                            max_tokens=_max_tokens(request))
+                            max_tokens=_max_tokens(request), **_top_k(request))
     _record(request, "system", system)
     return system
 
@@ -362,6 +362,12 @@ def service_system(request: pytest.FixtureRequest) -> System:
     request.addfinalizer(system.close)
     _record(request, "system", system)
     return system
+
+
+def _top_k(request: pytest.FixtureRequest) -> dict[str, int]:
+    """The embedded system's ``top_k``: ini ``ragbench_k`` when set, else its default (5)."""
+    k = get_config(request.config).k
+    return {"top_k": k} if k else {}
 
 
 def _max_tokens(request: pytest.FixtureRequest) -> int:
@@ -653,7 +659,7 @@ def _builtin_system(name: str, request: pytest.FixtureRequest) -> Any:
     generator, reason = _generator(request)
     return EmbeddedSystem(retriever, generator, no_generator_reason=reason,
                           speller=corpus_speller(request, retriever),
-                          max_tokens=_max_tokens(request))
+                          max_tokens=_max_tokens(request), **_top_k(request))
 
 
 _BUILTIN_RETRIEVERS = pytest.StashKey[dict[str, Any]]()
