@@ -5,8 +5,9 @@ Keys: ``schema_version``, ``run``, ``config``, ``metrics``, ``breakdowns``, ``co
 ``power_analysis``, ``usage``, ``timing``, ``ragcsv``, ``beir``, ``robustness``,
 ``judge`` (judged metrics: unscored counts, self-consistency, inconclusive items;
 :mod:`.judging`), ``judge_calibration``
-and ``judge_labels`` (report/calibration.py), ``baseline``, ``gates``, ``regressions``
-and ``failures`` (the lines that fail the session).
+and ``judge_labels`` (report/calibration.py), ``baseline``, ``gates``, ``regressions``,
+``failures`` (the lines that fail the session) and ``coverage`` (what was checked, per
+kind: report/coverage.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,16 @@ from typing import Any
 from pytest_ragbench.cases.labels import LabelFile
 from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.records import ItemRecord, json_safe
-from pytest_ragbench.report import aggregate, beir, calibration, compare, gates, judging, robustness
+from pytest_ragbench.report import (
+    aggregate,
+    beir,
+    calibration,
+    compare,
+    coverage,
+    gates,
+    judging,
+    robustness,
+)
 from pytest_ragbench.report.runs import Baseline
 
 SCHEMA_VERSION = 1
@@ -96,7 +106,9 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
         "systems": systems,
     }
     # The items are JSON-safe already (ItemRecord.to_dict): not copied once more.
-    return {**json_safe(document), "items": [_item(r) for r in records]}
+    result = {**json_safe(document), "items": [_item(r) for r in records]}
+    result["coverage"] = coverage.section(result)
+    return result
 
 
 def plot_document(records: list[ItemRecord], settings: RagbenchConfig) -> dict[str, Any]:
