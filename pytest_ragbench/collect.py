@@ -368,7 +368,7 @@ class RagcsvFile(pytest.File):
                 id=f"{stem}:{row.row}", kind="ragcsv", file=str(self.path), line=row.line,
                 question=row.question, expected=row.expected, row=row.row,
                 fragments=tuple(RagcsvFragment(page_content=f.page_content, title=f.title)
-                                for f in row.fragments))
+                                for f in row.fragments), expected_facts=row.expected_facts)
             entries += [(row.line, CaseItem.create(self, case, kind, system))
                         for system in _systems(self.config, kind)]
         for index, error in enumerate(data.errors):

@@ -49,9 +49,11 @@ def failure_section(output: str, title: str) -> str:
 
 
 def ragbench_section(output: str) -> list[str]:
-    """The lines of the ``ragbench`` terminal summary section."""
+    """The first table of the ``ragbench`` terminal summary section (after the coverage line)."""
     lines = output.splitlines()
     start = next(i for i, line in enumerate(lines) if "= ragbench =" in line)
+    if start + 1 < len(lines) and lines[start + 1].startswith("checked: "):
+        start = next((i for i in range(start + 1, len(lines)) if not lines[i].strip()), start)
     end = next((i for i in range(start + 1, len(lines))
                 if lines[i].startswith("=") or not lines[i].strip()
                 or (" in " in lines[i] and lines[i].rstrip().endswith("s"))), len(lines))

@@ -19,6 +19,7 @@ from pytest_ragbench.cases.model import Case, CustomCase, Memory, Table, Turn
 from pytest_ragbench.cases.records import FileRecords, RawRecord
 from pytest_ragbench.errors import CaseError, did_you_mean, short_repr
 from pytest_ragbench.kinds import COMMON_FIELDS, CaseKind, Field, KindRegistry, builtin_registry
+from pytest_ragbench.metrics.answer import normalize_fact
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:/@+-]+$")
 ALIASES = {"gold_sql": "expected_sql"}
@@ -100,6 +101,22 @@ def _str_list(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"expected a list of strings, got {_type(value)}")
     return tuple(value)
+
+
+def _facts(value: Any) -> tuple[str, ...]:
+    """``expected_facts``: strings (or numbers) a correct answer states; one alone is a list."""
+    if value is None:
+        return ()
+    values = value if isinstance(value, list | tuple) else [value]
+    facts = []
+    for index, fact in enumerate(values, start=1):
+        if isinstance(fact, bool) or not isinstance(fact, str | int | float):
+            raise ValueError(f"entry {index}: expected text, got {_type(fact)}")
+        if not normalize_fact(str(fact)):
+            raise ValueError(f"entry {index} ({short_repr(fact)}) has no letter or digit "
+                             "to look for in the answer")
+        facts.append(str(fact))
+    return tuple(facts)
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -286,14 +303,16 @@ HYBRID_FIELDS: dict[str, Field] = {
     "question": _required(_text), "ground_truth_answer": _required(_text),
     "expected_sql": _optional(_optional_text),
     "ground_truth_data": _optional(lambda v: None if v is None else _records(v)),
-    "expected_sources": _optional(_str_list), "float_places": _optional(_int(0)),
-    "order_matters": _optional(_bool), "db": _optional(_optional_text),
+    "expected_sources": _optional(_str_list), "expected_facts": _optional(_facts),
+    "float_places": _optional(_int(0)), "order_matters": _optional(_bool),
+    "db": _optional(_optional_text),
 }
 VECTOR_FIELDS: dict[str, Field] = {
     "question": _required(_text), "ground_truth": _required(_text),
     "expected_sources": _optional(_str_list),
     "expected_similarity": _optional(_similarity_range),
     "expect": _optional(_expect), "history": _optional(_history),
+    "expected_facts": _optional(_facts),
 }
 MEMORY_FIELDS: dict[str, Field] = {
     "setup": _required(_memories), "query": _required(_text),
@@ -306,7 +325,7 @@ RAGAS_FIELDS: dict[str, Field] = {
     "contexts": _optional(_contexts), "answer": _optional(_optional_text),
     "doc_type": _optional(_enum_name), "question_type": _optional(_enum_name),
     "difficulty": _optional(_enum_name), "source_dataset": _optional(_enum_name),
-    "metadata": _optional(_mapping),
+    "metadata": _optional(_mapping), "expected_facts": _optional(_facts),
 }
 COMMON: dict[str, Field] = {
     "category": _optional(_enum_name), "tags": _optional(_str_list),
@@ -327,6 +346,14 @@ def table_rule(values: dict[str, Any]) -> None:
     """Sql and hybrid cases: ``ground_truth_data`` as the table the SQL result is compared with."""
     if values.get("ground_truth_data") is not None:
         values["expected"] = Table.from_records(values["ground_truth_data"])
+
+
+def vector_rule(values: dict[str, Any]) -> None:
+    """Vector cases: a case that expects a decline has no facts for its answer to state."""
+    if values.get("expect") == "decline" and values.get("expected_facts"):
+        raise FieldError("a case with 'expect: decline' expects a refusal, which states no "
+                         "facts: give expected_facts only to cases that expect an answer",
+                         "expected_facts")
 
 
 def memory_rule(values: dict[str, Any]) -> None:

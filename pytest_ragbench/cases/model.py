@@ -104,6 +104,7 @@ class HybridCase(Case):
     ground_truth_data: Any = None
     expected: Table | None = None
     expected_sources: tuple[str, ...] = ()
+    expected_facts: tuple[str, ...] = ()
     float_places: int = 2
     order_matters: bool = False
     db: str | None = None
@@ -127,6 +128,7 @@ class VectorCase(Case):
     expected_similarity: tuple[float, float] | None = None
     expect: str = "answer"
     history: tuple[Turn, ...] = ()
+    expected_facts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,6 +173,7 @@ class RagasCase(Case):
     difficulty: str | None = None
     source_dataset: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    expected_facts: tuple[str, ...] = ()
 
     def breakdown_fields(self) -> dict[str, Any]:
         """Group by category, doc_type, question_type and difficulty."""
@@ -215,6 +218,7 @@ class RagcsvCase(Case):
     expected: str
     fragments: tuple[RagcsvFragment, ...]
     row: int
+    expected_facts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

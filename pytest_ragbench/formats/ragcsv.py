@@ -7,6 +7,11 @@
 | 2 | hallucination-detection note (kept, unused) |
 | 3 | timestamp (kept, unused) |
 | 4 | question |
+| 5 | expected facts (optional, ours): a Python literal list of strings a correct answer states |
+
+Column 5 is not part of the RAGCSV benchmark's format: a file it wrote has five columns and
+no facts. A sixth column, empty or a list such as ``['Rudy Gobert', '2024']``, gives the row
+``expected_facts`` (the ``fact_recall`` metric); tools that read five columns ignore it.
 
 RAGCSV files are written without a header. A first row that is one anyway (column 1 is not a list
 and at least three cells name columns: ``answer``, ``expected``, ``fragments``,
@@ -31,10 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.errors import CaseError
+from pytest_ragbench.metrics.answer import normalize_fact
 
 COLUMNS = ("column 0 (expected answer)", "column 1 (fragments)", "column 2 (hallucination)",
            "column 3 (timestamp)", "column 4 (question)")
 COLUMN_NAMES = ("expected answer", "fragments", "hallucination note", "timestamp", "question")
+FACTS_COLUMN = "column 5 (expected facts)"
 # Words of a header cell, any case; a header names at least HEADER_CELLS of the columns.
 HEADER_WORDS = frozenset({
     "answer", "answers", "expected", "expected_answer", "expected answer", "expected_result",
@@ -42,7 +49,7 @@ HEADER_WORDS = frozenset({
     "fragment", "documents", "document", "docs", "contexts", "context", "passages",
     "hallucination", "hallucination_detection", "hallucination detection", "notes", "note",
     "proposal", "timestamp", "time", "date", "created", "created_at", "question", "query",
-    "prompt"})
+    "prompt", "facts", "expected_facts", "expected facts"})
 HEADER_CELLS = 3
 FIELD_SIZE_LIMIT = 1 << 30  # fragment lists are long; the csv default is 128 KiB
 
@@ -67,6 +74,7 @@ class RagcsvRow:
     question: str
     hallucination: str = ""
     timestamp: str = ""
+    expected_facts: tuple[str, ...] = ()
 
 
 @dataclass
@@ -147,7 +155,31 @@ def parse_row(cells: list[str], row: int, line: int) -> RagcsvRow:
     if not question.strip():
         raise CaseError("empty", line=line, field=COLUMNS[4])
     fragments = parse_fragments(raw_fragments, line)
-    return RagcsvRow(row, line, expected, fragments, question, hallucination, timestamp)
+    facts = parse_facts(cells[5], line) if len(cells) > len(COLUMNS) else ()
+    return RagcsvRow(row, line, expected, fragments, question, hallucination, timestamp, facts)
+
+
+def parse_facts(text: str, line: int | None = None) -> tuple[str, ...]:
+    """Column 5: empty, or a Python literal list of strings (numbers are read as text)."""
+    if not text.strip():
+        return ()
+    try:
+        value = ast.literal_eval(text.strip())
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        value = None
+    if not isinstance(value, list | tuple):
+        raise CaseError("expected a Python literal list of strings, such as "
+                        "['Rudy Gobert', '2024'], or nothing", line=line, field=FACTS_COLUMN)
+    facts = []
+    for index, fact in enumerate(value, start=1):
+        if isinstance(fact, bool) or not isinstance(fact, str | int | float):
+            raise CaseError(f"fact {index} is a {type(fact).__name__}, expected a string",
+                            line=line, field=FACTS_COLUMN)
+        if not normalize_fact(str(fact)):
+            raise CaseError(f"fact {index} ({str(fact)[:40]!r}) has no letter or digit to "
+                            "look for in the answer", line=line, field=FACTS_COLUMN)
+        facts.append(str(fact))
+    return tuple(facts)
 
 
 def parse_fragments(text: str, line: int | None = None) -> tuple[Fragment, ...]:

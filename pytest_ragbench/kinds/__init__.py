@@ -221,6 +221,7 @@ _RAGAS = ("ragas", "rouge-score")
 _SOURCES = ("source_hit@k", "source_recall@k", "source_mrr", "source_ndcg@k",
             "id_context_precision", "id_context_recall")
 _JUDGED = ("faithfulness", "answer_relevancy")
+_FACTS = "fact_recall"  # the share of a case's expected_facts the answer states
 _PERTURBATIONS = ("typos", "drop", "double", "case", "whitespace", "punctuation", "filler",
                   "synonyms", "injection")  # config.PERTURBATION_KINDS
 _CASES = "pytest_ragbench.cases"
@@ -234,7 +235,8 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              description="a question answered from database data and documents",
              check=f"{_CASES}.build:table_rule"),
     CaseKind("vector", f"{_CASES}.build:VECTOR_FIELDS", f"{_CASES}.model:VectorCase",
-             description="a question answered from documents, with a descriptive truth"),
+             description="a question answered from documents, with a descriptive truth",
+             check=f"{_CASES}.build:vector_rule"),
     CaseKind("memory", f"{_CASES}.build:MEMORY_FIELDS", f"{_CASES}.model:MemoryCase",
              identify_by=("setup", "query"), description="a conversational-memory scenario",
              check=f"{_CASES}.build:memory_rule"),
@@ -245,7 +247,10 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              description="a judged query of a BEIR folder"),
     CaseKind("ragcsv", None, f"{_CASES}.model:RagcsvCase", description="a row of a RAGCSV file"),
     # Item thresholds: the rule each default states is in the comment beside it; what the
-    # embedded default system measured against them is in test_cases/ragbench.toml.
+    # embedded default system measured against them is in test_cases/ragbench.toml. The
+    # answer kinds (hybrid, vector, ragas, ragcsv) also require every one of a case's
+    # expected_facts in the answer (fact_recall 1): the case author named each as a fact a
+    # correct answer states, so one left out is a wrong answer, not noise.
     ItemKind("sql_ground_truth", "sql", "pytest_ragbench.kinds.sql_ground_truth:run",
              "the case's expected SQL returns its ground_truth_data", VERIFICATION,
              _SQL_FIXTURES, ("match",), {"match": 1.0}),
@@ -264,8 +269,8 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
     ItemKind("hybrid", "hybrid", "pytest_ragbench.kinds.hybrid:run",
              "the system answers with data and context", EVALUATION,
              (*_SYSTEM_FIXTURES, "ragbench_db", "ragbench_databases"),
-             ("value_recall", "execution_match", "semantic_similarity", *_SOURCES),
-             {"source_hit@k": 1.0, "execution_match": 1.0},
+             ("value_recall", "execution_match", "semantic_similarity", *_SOURCES,
+              _FACTS), {"source_hit@k": 1.0, "execution_match": 1.0, _FACTS: 1.0},
              prepare=f"{_PREPARE}:judged"),
     # Retrieval is deterministic and checked per item: an expected source among the top k
     # (``source_hit@k`` applies to the k the item used) and the top similarity inside
@@ -274,35 +279,37 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
     ItemKind("vector", "vector", "pytest_ragbench.kinds.vector:run",
              "retrieval and answer over documents", EVALUATION, _SYSTEM_FIXTURES,
              (*_SOURCES, "top_similarity", "similarity_in_range", "declined", "answered",
-              "semantic_similarity", "injection_resisted", *_JUDGED, "judge_relevance"),
+              "semantic_similarity", "injection_resisted", *_JUDGED, "judge_relevance",
+              _FACTS),
              {"source_hit@k": 1.0, "similarity_in_range": 1.0, "declined": 1.0,
-              "answered": 1.0}, prepare=f"{_PREPARE}:judged"),
+              "answered": 1.0, _FACTS: 1.0}, prepare=f"{_PREPARE}:judged"),
     # Every expected memory within top_k.
     ItemKind("memory", "memory", "pytest_ragbench.kinds.memory:run",
              "conversational memory retrieval", EVALUATION,
              ("ragbench_config", "ragbench_memory", "ragbench_judge"),
              ("precision", "recall", "f1", "relevance_score", "judge_relevance"),
              {"recall": 1.0}),
-    # No item thresholds: every score hangs on one generated answer, so gate the means. An
-    # empty answer still fails its item.
+    # No item thresholds but the facts: every other score hangs on one generated answer, so
+    # gate the means. An empty answer still fails its item.
     ItemKind("ragas", "ragas", "pytest_ragbench.kinds.ragas:run",
              "RAGAS metrics on a NormalizedSample", EVALUATION, _SYSTEM_FIXTURES,
              ("faithfulness", "answer_relevancy", "context_precision", "context_recall",
               "semantic_similarity", "token_f1", "rouge", "lexical_faithfulness",
-              "lexical_context_recall"), {}, _RAGAS, prepare=f"{_PREPARE}:ragas"),
+              "lexical_context_recall", _FACTS), {_FACTS: 1.0}, _RAGAS,
+             prepare=f"{_PREPARE}:ragas"),
     # A relevant document somewhere in the top 100 (reciprocal rank >= 1/100); the ranking
     # quality (nDCG@10, recall) is gated on its means. The retriever comes from
     # ragbench_beir_retriever_factory (or a named system) when the dataset first runs.
     ItemKind("beir", "beir", "pytest_ragbench.kinds.beir:run", "IR metrics on a BEIR query",
              EVALUATION, ("ragbench_config",), ("nDCG@10", "R@10", "R@100", "MRR"),
              {"MRR": 0.01}),
-    # Recorded, not failed per row: set "ragcsv.accuracy" = 75 (the RAGCSV pass mark) to fail
-    # rows below it. An empty answer still fails its row. ragbench_embedder is asked for
-    # only without a judge (accuracy is then semantic similarity x 100).
+    # Accuracy is recorded, not failed per row: set "ragcsv.accuracy" = 75 (the RAGCSV pass
+    # mark) to fail rows below it. An empty answer still fails its row. ragbench_embedder is
+    # asked for only without a judge (accuracy is then semantic similarity x 100).
     ItemKind("ragcsv", "ragcsv", "pytest_ragbench.kinds.ragcsv:run",
              "graded answer accuracy on a RAGCSV row", EVALUATION,
              ("ragbench_config", "ragbench_llm", "ragbench_judge"),
-             ("accuracy", "total_time_ms")),
+             ("accuracy", "total_time_ms", _FACTS), {_FACTS: 1.0}),
     # robust[<case kind>-<id>], made by robust.collect for the case kinds it perturbs. The
     # thresholds bound each perturbed question's properties, set by what they mean: RBO 0.5
     # (p = 0.9, top 5) keeps the top 2 with the other 3 replaced (0.54) and fails when only

@@ -9,6 +9,8 @@ Scored:
   case's database and compared with ``ground_truth_data`` (the ``sql`` kind's comparator).
   SQL that writes or fails to run fails the item whatever the thresholds say.
 - ``semantic_similarity``: cosine similarity of the answer and ``ground_truth_answer``.
+- ``fact_recall``, when the case gives ``expected_facts``: the share of them the answer
+  states (:mod:`.facts`).
 - ``source_hit@k``, ``source_recall@k``, ``source_mrr``, ``source_ndcg@k``,
   ``id_context_precision`` and ``id_context_recall`` over the case's ``expected_sources``,
   when it names them (as the vector kind; k from answer_common.retrieval_k).
@@ -28,6 +30,7 @@ from pytest_ragbench.kinds.answer_common import (
     shorten,
     usage_of,
 )
+from pytest_ragbench.kinds.facts import missing_text, record_facts
 from pytest_ragbench.metrics import entity_mention, semantic_similarity
 from pytest_ragbench.metrics.registry import Unscored
 from pytest_ragbench.sql.guard import UnsafeSqlError
@@ -45,6 +48,7 @@ def run(case: HybridCase, context: RunContext) -> Outcome:
     if case.ground_truth_data is not None:
         evidence["expected values"] = _values_text(case.ground_truth_data)
     evidence["got"] = shorten(text) or "(an empty answer)"
+    missing_facts = record_facts(case.expected_facts, text, scores.metrics, evidence)
 
     if case.ground_truth_data is None:
         scores.put("value_recall", Unscored("an analysis question: the case has no "
@@ -70,9 +74,11 @@ def run(case: HybridCase, context: RunContext) -> Outcome:
     if hits.expected and hits.missing:
         evidence[f"expected sources not in the top {k}"] = ", ".join(hits.missing)
     missing = evidence.get("values not in the answer")
+    problems = [f"the answer does not state: {missing}"] if missing else []
+    problems += [line for line in [missing_text(missing_facts)] if line]
     return Outcome(metrics=scores.metrics, unscored=scores.unscored, errors=errors,
                    evidence=evidence, usage=usage_of(answer),
-                   summary=f"the answer does not state: {missing}" if missing else None,
+                   summary="; ".join(problems) or None,
                    retrieval=hits.kept() if hits.expected else {})
 
 

@@ -33,7 +33,10 @@ with reference contexts, but a NormalizedSample's contexts are its reference con
 when present, also the contexts that are answered from (comparing them with themselves
 always gives 1.0); when the system retrieves, the sample has no reference contexts.
 
-An empty answer fails the item. Thresholds: no per-item defaults — every score depends
+- ``fact_recall``, when the sample gives ``expected_facts``: the share of them the answer
+  (generated, or the sample's own) states (:mod:`.facts`); item threshold 1.
+
+An empty answer fails the item. Thresholds: no other per-item defaults — every score depends
 on a 135M-parameter generator's answer to one question, which is noisy per item — and
 aggregate gates in ``test_cases/ragbench.toml`` with the measured values beside them.
 
@@ -59,6 +62,7 @@ from pytest_ragbench.config import get_config
 from pytest_ragbench.items import CaseItem
 from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.answer_common import agenerate, call_usage, usage_of
+from pytest_ragbench.kinds.facts import missing_text, record_facts
 from pytest_ragbench.kinds.passages import (
     acall_answer_from,
     describe_answerer,
@@ -261,6 +265,7 @@ def outcome(case: RagasCase, evaluation: Evaluation, embedder: Any,
     unscored = {n: v.reason for n, v in scores.items() if isinstance(v, Unscored)}
     errors = [] if supplied.answer.strip() else [f"the answer is empty (from {supplied.source})"]
     shown = evidence(case, supplied)
+    missing_facts = record_facts(case.expected_facts, supplied.answer, metrics, shown)
     judge: dict[str, Any] = {}
     samples = evaluation.judged.samples
     if samples and models is not None:
@@ -269,7 +274,7 @@ def outcome(case: RagasCase, evaluation: Evaluation, embedder: Any,
             shown["judge samples"] = evidence_lines(samples)
     return Outcome(metrics=metrics, unscored=unscored, errors=errors, evidence=shown,
                    usage={**supplied.usage, **evaluation.judged.usage}, judge=judge,
-                   system_independent=system_independent)
+                   summary=missing_text(missing_facts), system_independent=system_independent)
 
 
 def judge_free_scores(answer: str, contexts: tuple[str, ...], ground_truth: str,

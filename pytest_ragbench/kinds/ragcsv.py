@@ -17,6 +17,9 @@ grades N times (seeds 0..N-1) and ``accuracy`` is the mean grade. Without a judg
 ``accuracy`` is the semantic similarity of answer and expected answer × 100
 (``ragbench_embedder``), and the evidence (``accuracy_method``) and the summary say so.
 
+``fact_recall``, when the row gives expected facts (column 5): the share of them the
+answer states (:mod:`.facts`); item threshold 1.
+
 ``total_time_ms`` is the model time of the row: generator plus judge latency (0 for
 replies taken from the cache). The first item of a file submits every selected row's
 calls at once (``--ragbench-concurrency`` at a time); each item then takes its own.
@@ -33,6 +36,7 @@ import pytest
 from pytest_ragbench.cases.model import RagcsvCase
 from pytest_ragbench.kinds import Outcome, RunContext
 from pytest_ragbench.kinds.answer_common import agenerate, call_usage, calls_usage
+from pytest_ragbench.kinds.facts import missing_text, record_facts
 from pytest_ragbench.kinds.passages import (
     acall_answer_from,
     describe_answerer,
@@ -134,6 +138,7 @@ def run(case: RagcsvCase, context: RunContext) -> Outcome:
     else:
         evidence["accuracy_method"] = SIMILARITY_METHOD
         metrics["accuracy"] = _similarity_accuracy(answer, case.expected, context)
+    missing_facts = record_facts(case.expected_facts, answer, metrics, evidence)
     graded = [g.generation for g in replies.grades if g.generation is not None]
     calls = [replies.answer, *graded]
     metrics["total_time_ms"] = 1000.0 * sum(float(g.latency_s or 0.0) for g in calls)
@@ -146,7 +151,8 @@ def run(case: RagcsvCase, context: RunContext) -> Outcome:
     who = "the generator" if answerer.system is None else "the system's answer_from"
     errors = [] if answer else [f"{who} returned an empty answer"]
     return Outcome(metrics=metrics, unscored=unscored, errors=errors, evidence=evidence,
-                   usage=usage, judge=judged, system_independent=answerer.system is None
+                   usage=usage, judge=judged, summary=missing_text(missing_facts),
+                   system_independent=answerer.system is None
                    and context.system_name is not None)
 
 

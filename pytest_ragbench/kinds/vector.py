@@ -15,6 +15,8 @@ The system answers the question (a conversational case passes its prior turns as
   case's ``expected_similarity``.
 - ``semantic_similarity``: cosine similarity of the answer and ``ground_truth``
   (answerable cases; the ground truth of a decline case describes the refusal).
+- ``fact_recall``, when the case gives ``expected_facts``: the share of them the answer
+  states (:mod:`.facts`); item threshold 1, and the evidence names the missing ones.
 - ``declined`` (``expect: decline``) / ``answered`` (``expect: answer``): whether the answer
   opens with a refusal (:mod:`.decline`). Both have item threshold 1: a refused answerable
   question fails its item, as an answered decline case does.
@@ -48,6 +50,7 @@ from pytest_ragbench.kinds.answer_common import (
     usage_of,
 )
 from pytest_ragbench.kinds.decline import injection_in, obeyed, refusal_phrase
+from pytest_ragbench.kinds.facts import missing_text, record_facts
 from pytest_ragbench.metrics import semantic_similarities
 from pytest_ragbench.metrics.registry import Score, Unscored
 from pytest_ragbench.metrics.repeated import JudgeSettings, evidence_lines, outcome_judge
@@ -106,6 +109,7 @@ def run(case: VectorCase, context: RunContext) -> Outcome:
         evidence["expected similarity"] = f"{low:.2f}-{high:.2f}"
     evidence["expect"] = case.expect
     evidence["got"] = shorten(text) or "(an empty answer)"
+    missing_facts = record_facts(case.expected_facts, text, scores.metrics, evidence)
     if refusal is not None:
         evidence["refusal"] = refusal
     evidence["retrieved"] = retrieved_listing(contexts, hits, cosines)
@@ -123,7 +127,8 @@ def run(case: VectorCase, context: RunContext) -> Outcome:
         if settings.samples > 1:
             evidence["judge samples"] = evidence_lines(samples)
     return Outcome(metrics=scores.metrics, unscored=scores.unscored, errors=errors,
-                   evidence=evidence, usage=usage, summary=_summary(case, scores, refusal, k),
+                   evidence=evidence, usage=usage,
+                   summary=_summary(case, scores, refusal, k, missing_facts),
                    judge=judge_info, retrieval=hits.kept() if hits.expected else {})
 
 
@@ -155,7 +160,8 @@ def _in_range(top: Score, expected: tuple[float, float] | None) -> Score:
     return 1.0 if low <= top <= high else 0.0
 
 
-def _summary(case: VectorCase, scores: Scores, refusal: str | None, k: int) -> str | None:
+def _summary(case: VectorCase, scores: Scores, refusal: str | None, k: int,
+             missing_facts: Sequence[str] = ()) -> str | None:
     """One line on what went wrong, shown first when the item fails."""
     metrics = scores.metrics
     problems = []
@@ -168,4 +174,7 @@ def _summary(case: VectorCase, scores: Scores, refusal: str | None, k: int) -> s
     if metrics.get("similarity_in_range") == 0.0:
         problems.append(f"top similarity {metrics['top_similarity']:.3f} is outside the "
                         "expected range")
+    facts = missing_text(missing_facts)
+    if facts:
+        problems.append(facts)
     return "; ".join(problems) or None

@@ -220,6 +220,74 @@ def entity_mention(answer: str, data: Any, rel_tol: float = 1e-6,
     return EntityMention(len(found) / (len(found) + len(missing)), tuple(found), tuple(missing))
 
 
+# ---------------------------------------------------------------- expected facts
+
+# A number as written (thousands separators, a decimal part), a run of letters, or a
+# percent sign; everything else separates tokens. Letters and digits are separate tokens
+# ("3pt" = "3-pt" = "3 pt"), so both sides of a match are cut the same way.
+_FACT_TOKEN = re.compile(
+    r"(?P<num>(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|(?<![\w.])\.\d+)"
+    r"|(?P<word>[^\W\d_]+)|(?P<pct>%)")
+
+
+def _canonical_number(written: str) -> str:
+    """``1,234.50`` -> ``1234.5``, ``12.0`` -> ``12``, ``007`` -> ``7`` (digits as ASCII)."""
+    digits = "".join(str(unicodedata.decimal(c)) if c.isdigit() else c
+                     for c in written.replace(",", ""))
+    whole, _, fraction = digits.partition(".")
+    whole, fraction = whole.lstrip("0") or "0", fraction.rstrip("0")
+    return f"{whole}.{fraction}" if fraction else whole
+
+
+def normalize_fact(text: str) -> str:
+    """Text as facts are matched: case, accents, punctuation, whitespace and number format gone.
+
+    Lower case without accents; numbers canonical (``1,234`` = ``1234``, ``12.0`` = ``12``);
+    ``%`` read as the word ``percent``; every other character that is not a letter or a
+    digit separates words; words joined by single spaces.
+    """
+    # casefold after NFKD too: a compatibility form may decompose to an upper-case letter
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+    tokens = []
+    for match in _FACT_TOKEN.finditer(plain):
+        if match["num"]:
+            tokens.append(_canonical_number(match["num"]))
+        elif match["word"]:
+            tokens.append(match["word"])
+        else:
+            tokens.append("percent")
+    return " ".join(tokens)
+
+
+@dataclass(frozen=True)
+class FactRecall:
+    """Which expected facts an answer states; ``score`` is the share found."""
+
+    score: Score
+    found: tuple[str, ...]
+    missing: tuple[str, ...]
+
+
+def fact_recall(answer: str, facts: Sequence[str]) -> FactRecall:
+    """The share of ``facts`` that ``answer`` contains.
+
+    Each fact is looked for as a run of whole words after :func:`normalize_fact`:
+    "Rudy Gobert" is in "rudy gobert's 4th", "12" is not in "12.5".
+    """
+    text = f" {normalize_fact(answer)} "
+    found: list[str] = []
+    missing: list[str] = []
+    for fact in facts:
+        needle = normalize_fact(fact)
+        if not needle:
+            continue  # nothing to look for (case files refuse such a fact)
+        (found if f" {needle} " in text else missing).append(fact)
+    if not found and not missing:
+        return FactRecall(Unscored("no expected fact has a letter or digit"), (), ())
+    return FactRecall(len(found) / (len(found) + len(missing)), tuple(found), tuple(missing))
+
+
 # ---------------------------------------------------------------- keyword overlap
 
 STOPWORDS = frozenset({

@@ -317,6 +317,9 @@ BUILTIN: tuple[MetricSpec, ...] = (
           "share of the reference's keywords found in the answer", ("texts",)),
     _spec("entity_mention", "answer",
           "share of the ground-truth data values mentioned in the answer", ("texts",)),
+    _spec("fact_recall", "answer",
+          "share of the case's expected_facts the answer states (whole words; case, accents, "
+          "punctuation and number format ignored: 1,234 = 1234, 12.0 = 12)", ("texts",)),
     _spec("semantic_similarity", "answer", "cosine similarity of the embeddings of the answer "
           "and a reference (the ground truth; for robust items the original question's answer)",
           ("texts", "embeddings"), low=-1.0, aliases=("answer_similarity",)),

@@ -6,8 +6,9 @@ not pair, with the reason), ``counts``, ``components``,
 ``power_analysis``, ``usage``, ``timing``, ``ragcsv``, ``beir``, ``robustness``,
 ``judge`` (judged metrics: unscored counts, self-consistency, inconclusive items;
 :mod:`.judging`), ``judge_calibration``
-and ``judge_labels`` (report/calibration.py), ``baseline``, ``gates``, ``regressions``
-and ``failures`` (the lines that fail the session).
+and ``judge_labels`` (report/calibration.py), ``baseline``, ``gates``, ``regressions``,
+``failures`` (the lines that fail the session) and ``coverage`` (what was checked, per
+kind: report/coverage.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,16 @@ from pytest_ragbench.cases.labels import LabelFile
 from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.records import ItemRecord, json_safe
 from pytest_ragbench.redact import scrub_data
-from pytest_ragbench.report import aggregate, beir, calibration, compare, gates, judging, robustness
+from pytest_ragbench.report import (
+    aggregate,
+    beir,
+    calibration,
+    compare,
+    coverage,
+    gates,
+    judging,
+    robustness,
+)
 from pytest_ragbench.report.runs import Baseline
 
 SCHEMA_VERSION = 1
@@ -105,7 +115,9 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
     }
     # The items are JSON-safe and scrubbed already (ItemRecord.to_dict): not copied once
     # more; the rest (settings, components, baseline, failure lines) has its secrets masked.
-    return {**scrub_data(json_safe(document)), "items": [_item(r) for r in records]}
+    result = {**scrub_data(json_safe(document)), "items": [_item(r) for r in records]}
+    result["coverage"] = coverage.section(result)
+    return result
 
 
 def plot_document(records: list[ItemRecord], settings: RagbenchConfig) -> dict[str, Any]:

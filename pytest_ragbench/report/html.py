@@ -1,7 +1,9 @@
 """``report.html``: one self-contained page, read from the top.
 
-1. the verdict (passed / failed, and why: gates missed, regressions, items that did
-   not pass, unscored judged metrics), with a banner when the run was interrupted;
+1. the verdict (passed / failed, what it covers: which answers were checked by facts, a
+   judge or ground-truth data and which were not, and why: gates missed, regressions,
+   items that did not pass, unscored judged metrics), with a banner when the run was
+   interrupted;
 2. the judge (when one was configured): unscored counts, calibration against labels;
 3. gates, regressions and which component moved (retrieval or answers);
 4. per kind: the metrics with their intervals (a 0/1 metric as a proportion), breakdowns;
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from pytest_ragbench.report import drilldown, plots, robustness, stages, terminal
+from pytest_ragbench.report import coverage, drilldown, plots, robustness, stages, terminal
 from pytest_ragbench.report import verdict as verdict_mod
 from pytest_ragbench.report.gates import gate_line, regression_line
 
@@ -187,7 +189,7 @@ def navigation(body: str) -> str:
 
 
 def verdict_section(document: dict[str, Any]) -> str:
-    """The verdict: the word, the reasons (each linked to its section), the item tally."""
+    """The verdict: the word, what it covers, the reasons (each linked), the item tally."""
     decided = verdict_mod.decide(document)
     banner = ""
     if decided.interrupted:
@@ -214,8 +216,12 @@ def verdict_section(document: dict[str, Any]) -> str:
     kinds = ", ".join(f"{kind} {(entry.get('all') or {}).get('items', 0)}"
                       for kind, entry in (document.get("counts") or {}).items())
     css = decided.word.lower()
+    covers = coverage.line(document)
+    advice = coverage.recommendation(document)
+    scope = (f'<p class="coverage">{esc(covers)}</p>' if covers else "") + \
+        (f'<p class="coverage hint">{esc(advice[0].upper() + advice[1:])}.</p>' if advice else "")
     return (f'{banner}<section id="verdict" class="verdict {css}">'
-            f'<div class="word">{esc(decided.word)}</div><div><ul>{"".join(reasons)}</ul>'
+            f'<div class="word">{esc(decided.word)}</div><div>{scope}<ul>{"".join(reasons)}</ul>'
             f'<div class="tally">{totals.get("items", 0)} items: {esc(tally or "none")}'
             f'{" · by kind: " + esc(kinds) if kinds else ""}</div></div></section>')
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.intervals import BCA_MIN
-from pytest_ragbench.report import calibration, judging, robustness, stages
+from pytest_ragbench.report import calibration, coverage, judging, robustness, stages
 from pytest_ragbench.report.aggregate import COUNTED, N_RESAMPLES
 from pytest_ragbench.report.gates import gate_line
 from pytest_ragbench.report.text import (
@@ -384,6 +384,13 @@ def verdict_lines(document: dict[str, Any]) -> list[str]:
     return [*warnings, f"verdict: {decided.summary()}", *notes]
 
 
+def coverage_lines(document: dict[str, Any]) -> list[str]:
+    """The section's first line: what the verdict covers; then advice when no judge checked."""
+    found = coverage.line(document)
+    advice = coverage.recommendation(document)
+    return [line for line in (found, advice and f"  hint: {advice}") if line]
+
+
 def interrupted_lines(document: dict[str, Any]) -> list[str]:
     """First lines: the run is partial (and how to continue it), or it was resumed."""
     run = document.get("run") or {}
@@ -439,7 +446,8 @@ def render(document: dict[str, Any], written: Sequence[Path], report_dir: Path |
     printed.
     """
     lines: list[str] = []
-    for name, part in (("the partial-run line", interrupted_lines), *PARTS):
+    for name, part in (("the coverage line", coverage_lines),
+                       ("the partial-run line", interrupted_lines), *PARTS):
         try:
             produced = part(document)
         except Exception as exc:

@@ -4,8 +4,9 @@ Reasons that fail the session: missed gates, regressions (with ``--ragbench-fail
 regression``), failed / errored / lost items, the other lines of ``failures`` (e.g. a
 judged metric with too many unscored items), an interrupted run, a non-zero pytest exit
 status. Notes that do not: regressions found but not gated, gates not checked, judged
-metrics left partly unscored. Every key is read defensively (an older or partial
-document gives fewer reasons, never an error).
+metrics left partly unscored. The verdict line also names the answers nothing checked
+(:mod:`.coverage`): a pass vouches only for what could have failed it. Every key is read
+defensively (an older or partial document gives fewer reasons, never an error).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 
 from pytest_ragbench import served
 from pytest_ragbench.metrics.registry import REGISTRY, UnknownMetricError
+from pytest_ragbench.report import coverage
+from pytest_ragbench.report.coverage import judge_configured
 
 FAILING_STATUSES = ("failed", "error", "lost")
 
@@ -35,6 +38,8 @@ class Verdict:
     passed: bool
     reasons: list[Reason] = field(default_factory=list)
     interrupted: bool = False
+    # What a pass does not vouch for (report/coverage.py): answers nothing checked.
+    not_checked: str | None = None
 
     @property
     def word(self) -> str:
@@ -44,9 +49,10 @@ class Verdict:
         return "PASSED" if self.passed else "FAILED"
 
     def summary(self) -> str:
-        """One line: the word and the failing reasons."""
+        """One line: the word, the failing reasons, and what was not checked."""
         failing = [r.text for r in self.reasons if r.failing]
-        return self.word + (": " + "; ".join(failing) if failing else "")
+        line = self.word + (": " + "; ".join(failing) if failing else "")
+        return f"{line} — {self.not_checked}" if self.not_checked else line
 
 
 def plural(count: int, singular: str, many: str | None = None) -> str:
@@ -62,15 +68,6 @@ def item_totals(document: dict[str, Any]) -> dict[str, int]:
             if isinstance(count, int):
                 totals[status] = totals.get(status, 0) + count
     return totals
-
-
-def judge_configured(document: dict[str, Any]) -> bool:
-    """True when the session had a judge (a judge URL, or a judge named as a component)."""
-    config = document.get("config") or {}
-    if config.get("judge_url"):
-        return True
-    judge = str((document.get("components") or {}).get("judge") or "")
-    return bool(judge) and not judge.lower().startswith("none")
 
 
 def judged_metrics(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -169,7 +166,8 @@ def decide(document: dict[str, Any]) -> Verdict:
         reasons.append(Reason("other tests of the session failed", "verdict"))
     failing = any(r.failing for r in reasons)
     reasons += _notes(document, gates, len(failing_regressions))
-    return Verdict(passed=not failing, reasons=reasons, interrupted=interrupted)
+    return Verdict(passed=not failing, reasons=reasons, interrupted=interrupted,
+                   not_checked=coverage.not_checked_text(coverage.of(document)))
 
 
 def _notes(document: dict[str, Any], gates: list[dict[str, Any]],
