@@ -94,6 +94,7 @@ class RagbenchConfig:
     # -- interrupted runs (issue 17) --
     resume: bool = False  # --ragbench-resume
     system_url: str | None = None  # a RAG service evaluated over HTTP
+    stream: bool = False  # --ragbench-stream: answers streamed and timed (TTFT, ITL)
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -168,6 +169,7 @@ class RagbenchConfig:
             "judge_temperature": self.judge_temperature,
             "inconclusive": self.inconclusive,
             "system_url": mask_url(self.system_url),
+            "stream": self.stream,
         })
 
 
@@ -404,6 +406,7 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         settings_tree=settings["tree"],
         resume=bool(options.value(config, "ragbench_resume")),
         system_url=options.value(config, "ragbench_system_url") or None,
+        stream=bool(options.value(config, "ragbench_stream")),
     )
 
 

@@ -101,6 +101,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--ragbench-system-url", "evaluate the RAG service at this URL: one POST a question "
            "(ini ragbench_system_request, ragbench_system_answer, ragbench_system_contexts, "
            "ragbench_system_headers)"),
+    Option("--ragbench-stream", "stream answers and record their time to first token "
+           "(ttft_ms) and mean gap between chunks (itl_ms): the --ragbench-llm-url generator "
+           "streams, a system with astream(question, history=None) is asked through it",
+           type="bool", default=False, action="store_true"),
     # -- interrupted runs (issue 17) --
     Option("--ragbench-resume", "continue the newest interrupted run of the report directory: "
            "its finished items are kept and not run again, the report covers the whole run",

@@ -278,7 +278,7 @@ def ragbench_llm(request: pytest.FixtureRequest, ragbench_config: RagbenchConfig
             api_key_env="RAGBENCH_LLM_API_KEY", concurrency=ragbench_config.concurrency,
             timeout_s=ragbench_config.timeout_s, max_retries=ragbench_config.retries,
             cache=ragbench_cache.responses, loop=ragbench_loop, role="generator",
-            max_reply_bytes=ragbench_config.max_reply_bytes)
+            max_reply_bytes=ragbench_config.max_reply_bytes, stream=ragbench_config.stream)
         _record(request, "generator", client)
         yield client
         client.close()
@@ -453,7 +453,7 @@ def ragbench_prefetch(request: pytest.FixtureRequest, ragbench_config: RagbenchC
             progress_bar, request.config, "ragbench: waiting for answers", unit="answer",
             bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} ready")
         state.prefetcher = Prefetcher(ragbench_config.concurrency, loop=ragbench_loop,
-                                      progress=progress)
+                                      progress=progress, stream=ragbench_config.stream)
         if not worker:
             state.prefetcher.submit_many(_prefetch_jobs(request, request.session.items))
     if worker:

@@ -24,6 +24,12 @@ The API key is read from the environment, sent in the Authorization header and
 nowhere else: not in repr, errors, logs or cache keys. Every reply text and error text is
 scrubbed of secrets (the key, URL credentials, tokens a server echoes) as it arrives
 (redact.py), so an echo reaches neither the cache nor a report.
+
+With ``stream=True`` (``--ragbench-stream``) a call without a schema asks for
+server-sent events (``"stream": true``) and times them (:mod:`.streaming`): the
+generation's ``ttft_s`` and ``itl_s``. The deltas are joined into the same text a plain
+call gets, cached under the same key (a reply from the cache has no timings); an event
+that is not JSON, or names an error, makes the reply malformed (retried).
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from pytest_ragbench.system.aio import LoopThread
 from pytest_ragbench.system.cache import ResponseCache
 from pytest_ragbench.system.prompts import parse_json_reply, shorten
 from pytest_ragbench.system.protocols import Generation, Message, Usage
+from pytest_ragbench.system.streaming import StreamClock
 
 RETRY_STATUS = frozenset({408, 409, 425, 429})
 JSON_INSTRUCTION = "Reply with one JSON object only, no prose, matching this JSON schema:\n"
@@ -121,7 +128,7 @@ class OpenAICompatibleClient:
                  max_retry_after_s: float = 120.0, max_tokens: int = 512, seed: int = 0,
                  cache: ResponseCache | None = None, loop: LoopThread | None = None,
                  role: str = "generator",
-                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> None:
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, stream: bool = False) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.base_url = base_url.rstrip("/")
@@ -136,6 +143,7 @@ class OpenAICompatibleClient:
         self.max_tokens, self.seed = max_tokens, seed
         self.cache = cache
         self.role = role
+        self.stream = stream  # plain-text calls stream (SSE) and are timed
         self.max_reply_bytes = max_reply_bytes  # of a reply's text, as stored
         # of a reply's body, as read: room for a text over the cap (it is cut), not for any
         self.max_body_bytes = max(BODY_FLOOR_BYTES, BODY_FACTOR * max_reply_bytes)
@@ -192,8 +200,9 @@ class OpenAICompatibleClient:
             self._record(hit, 0.0)
             return hit
         started = time.perf_counter()
+        clock = StreamClock() if self.stream and schema is None and parse_reply is None else None
         try:
-            payload, latency, attempts, mode = await self._complete(chat, params, schema)
+            payload, latency, attempts, mode = await self._complete(chat, params, schema, clock)
             text, size = replies.cut(_content(payload), self.max_reply_bytes)
             text = scrub(text)
         except ModelCallError as exc:
@@ -204,7 +213,9 @@ class OpenAICompatibleClient:
             raise ModelCallError(message) from None
         generation = Generation(text=text, model=self.model,
                                 usage=Usage.from_dict(payload.get("usage")), latency_s=latency,
-                                attempts=attempts, served_model=_served_model(payload))
+                                attempts=attempts, served_model=_served_model(payload),
+                                ttft_s=clock.ttft_s if clock else None,
+                                itl_s=clock.itl_s if clock else None)
         if schema is not None or parse_reply is not None:
             try:
                 if size is not None:  # a cut reply is not the whole answer: never parsed
@@ -309,12 +320,18 @@ class OpenAICompatibleClient:
                                        served_model=generation.served_model))
 
     async def _complete(self, chat: list[dict[str, str]], params: Mapping[str, Any],
-                        schema: Mapping[str, Any] | None
+                        schema: Mapping[str, Any] | None, clock: StreamClock | None = None
                         ) -> tuple[dict[str, Any], float, int, str]:
-        """One call in the negotiated mode; returns the payload, latency, attempts, mode."""
+        """One call in the negotiated mode; returns the payload, latency, attempts, mode.
+
+        ``clock``: stream the reply (a call without a schema) and time its chunks.
+        """
         body: dict[str, Any] = {"model": self.model, "messages": chat, **params}
         if schema is None:
-            payload, latency, attempts = await self._post(body, schema_requested=False)
+            if clock is not None:
+                body["stream"] = True
+            payload, latency, attempts = await self._post(body, schema_requested=False,
+                                                          clock=clock)
             return payload, latency, attempts, "text"
         failed: _Retry | None = None  # this call's first attempt, made while probing
         if self._mode is None and not self._unsettled:
@@ -363,7 +380,8 @@ class OpenAICompatibleClient:
         raise AssertionError("the text mode is never refused")  # pragma: no cover
 
     async def _post(self, body: Mapping[str, Any], schema_requested: bool,
-                    failed: _Retry | None = None) -> tuple[dict[str, Any], float, int]:
+                    failed: _Retry | None = None, clock: StreamClock | None = None
+                    ) -> tuple[dict[str, Any], float, int]:
         """The request with its retries; ``failed``: a first attempt already made, failed."""
         url = _endpoint(self.base_url)
         state = self._state()
@@ -374,7 +392,8 @@ class OpenAICompatibleClient:
         while True:
             attempt += 1
             try:
-                payload, latency = await self._attempt(state, url, body, schema_requested)
+                payload, latency = await self._attempt(state, url, body, schema_requested,
+                                                       clock)
                 return payload, latency, attempt
             except _Retry as retry:
                 await self._before_retry(retry, attempt)
@@ -394,12 +413,16 @@ class OpenAICompatibleClient:
         await asyncio.sleep(self._backoff(attempt) if delay is None else delay)
 
     async def _attempt(self, state: _LoopState, url: str, body: Mapping[str, Any],
-                       schema_requested: bool) -> tuple[dict[str, Any], float]:
+                       schema_requested: bool, clock: StreamClock | None = None
+                       ) -> tuple[dict[str, Any], float]:
         async with state.semaphore:
             self.http_requests += 1
             started = time.perf_counter()
+            if clock is not None:
+                clock.restart()  # a retry's chunks alone are timed
             try:
-                response = await asyncio.wait_for(self._read(state, url, body), self.timeout_s)
+                response = await asyncio.wait_for(self._read(state, url, body, clock),
+                                                  self.timeout_s)
             except _ReplyTooLarge as exc:  # asking again would bring the same
                 raise ModelCallError(f"{self.role} call to model {self.model!r} at "
                                      f"{mask_url(self.base_url)}: the reply is over "
@@ -426,11 +449,20 @@ class OpenAICompatibleClient:
         raise ModelCallError(f"{self.role} call to model {self.model!r} at "
                              f"{mask_url(self.base_url)} failed: {reason}")
 
-    async def _read(self, state: _LoopState, url: str, body: Mapping[str, Any]
-                    ) -> httpx.Response:
-        """POST and read the reply, never more than :attr:`max_body_bytes` of it."""
+    async def _read(self, state: _LoopState, url: str, body: Mapping[str, Any],
+                    clock: StreamClock | None = None) -> httpx.Response:
+        """POST and read the reply, never more than :attr:`max_body_bytes` of it.
+
+        A streamed reply (server-sent events) is timed on ``clock`` and returned as the
+        one JSON reply its events add up to (:meth:`_read_events`).
+        """
         async with state.client.stream("POST", url, json=body,
                                        headers=self._headers()) as streamed:
+            kind = streamed.headers.get("content-type", "").split(";")[0].strip().lower()
+            if clock is not None and streamed.status_code == 200 \
+                    and kind == "text/event-stream":
+                payload = await self._read_events(streamed, clock)
+                return httpx.Response(200, json=payload, request=streamed.request)
             chunks, size = [], 0
             async for chunk in streamed.aiter_bytes():  # decompressed
                 size += len(chunk)
@@ -441,6 +473,43 @@ class OpenAICompatibleClient:
                    if k.lower() not in ("content-encoding", "content-length")]
         return httpx.Response(streamed.status_code, headers=headers, content=b"".join(chunks),
                               request=streamed.request)
+
+    async def _read_events(self, streamed: httpx.Response, clock: StreamClock
+                           ) -> dict[str, Any]:
+        """The chat completion an SSE stream adds up to, each delta timed as it arrives."""
+        size, pieces = 0, []
+        joined: dict[str, Any] = {}
+        async for line in streamed.aiter_lines():
+            size += len(line) + 1
+            if size > self.max_body_bytes:
+                raise _ReplyTooLarge(self.max_body_bytes)
+            if not line.startswith("data:"):
+                continue  # blank lines, comments (": ping"), event names
+            data = line[5:].strip()
+            if data == "[DONE]":
+                break
+            try:
+                event = json.loads(data)
+            except json.JSONDecodeError:
+                return {"event": data}  # malformed: no choices, retried
+            if not isinstance(event, dict) or "error" in event:
+                return event if isinstance(event, dict) else {"event": event}
+            choices = event.get("choices") or []
+            first = choices[0] if isinstance(choices, list) and choices \
+                and isinstance(choices[0], dict) else {}
+            delta = first.get("delta") or {}
+            text = delta.get("content") if isinstance(delta, dict) else None
+            if isinstance(text, str):
+                clock.chunk(text)
+                pieces.append(text)
+            for key in ("model", "usage"):
+                if event.get(key):
+                    joined[key] = event[key]
+            if choices:
+                joined.setdefault("choices", [{"index": 0, "message": {"role": "assistant"}}])
+        if "choices" in joined:
+            joined["choices"][0]["message"]["content"] = "".join(pieces)
+        return joined
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with equal jitter: half fixed, half random."""

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from pytest_ragbench.system.aio import LoopThread
 from pytest_ragbench.system.protocols import Answer, AnswerRequest, System
+from pytest_ragbench.system.streaming import can_stream, stream_answer
 
 # An item that waits this long for its answer shows how many answers are ready, at most
 # once in PROGRESS_EVERY_S (pytest's own progress shows the items after that).
@@ -52,11 +53,12 @@ class Prefetcher:
     """
 
     def __init__(self, concurrency: int = 8, loop: LoopThread | None = None,
-                 progress: Callable[[int], AbstractContextManager[Progress]] | None = None
-                 ) -> None:
+                 progress: Callable[[int], AbstractContextManager[Progress]] | None = None,
+                 *, stream: bool = False) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.concurrency = concurrency
+        self.stream = stream  # --ragbench-stream: a system's astream answers (streaming.py)
         self._progress = progress
         self._progress_shown = -PROGRESS_EVERY_S
         self._requests: dict[str, AnswerRequest] = {}
@@ -153,8 +155,15 @@ class Prefetcher:
             answer: Answer = future.result()
             return answer, self._service_s.get(key)
         start = time.perf_counter()
-        answer = system.answer(request.question, list(request.history) or None)
+        if self._streams(system):
+            answer = self._loop.run(stream_answer(system, request.question,
+                                                  list(request.history) or None))
+        else:
+            answer = system.answer(request.question, list(request.history) or None)
         return answer, time.perf_counter() - start
+
+    def _streams(self, system: System) -> bool:
+        return self.stream and can_stream(system)
 
     def _wait(self, future: concurrent.futures.Future[Any]) -> None:
         """Wait for ``future``, showing how many answers are ready when that takes long."""
@@ -228,6 +237,12 @@ class Prefetcher:
                 await asyncio.wrap_future(prepared)
         history = list(request.history) or None
         aanswer = getattr(system, "aanswer", None)
+        if self._streams(system):
+            start = time.perf_counter()
+            try:
+                return await stream_answer(system, request.question, history)
+            finally:
+                self._service_s[key] = time.perf_counter() - start
         if aanswer is not None and inspect.iscoroutinefunction(aanswer):
             start = time.perf_counter()
             answer: Answer = await aanswer(request.question, history)

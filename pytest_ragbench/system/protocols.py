@@ -109,6 +109,8 @@ class Generation:
     (the reply's ``model`` field; None where there is no server to say it).
     ``data`` holds the parsed JSON when a schema was requested; ``cached`` tells that
     no model was called; ``attempts`` counts HTTP attempts including retries.
+    ``ttft_s`` and ``itl_s`` (time to the first text chunk, mean gap between chunks) are
+    set for a streamed reply only (``--ragbench-stream``; :mod:`.streaming`).
     """
 
     text: str
@@ -119,13 +121,16 @@ class Generation:
     data: Any = None
     attempts: int = 1
     served_model: str | None = None
+    ttft_s: float | None = None
+    itl_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""
         return {"text": self.text, "model": self.model, "usage": self.usage.to_dict(),
                 "latency_s": self.latency_s, "cached": self.cached,
                 "data": _json_safe(self.data), "attempts": self.attempts,
-                "served_model": self.served_model}
+                "served_model": self.served_model, "ttft_s": self.ttft_s,
+                "itl_s": self.itl_s}
 
 
 @dataclass(frozen=True)
@@ -140,12 +145,16 @@ class Answer:
     cached: bool = False  # the model's reply came from the response cache
     model: str | None = None  # the model asked to write the answer, if one did
     served_model: str | None = None  # the model its server said answered
+    # A streamed answer's time to its first text chunk and mean gap between chunks.
+    ttft_s: float | None = None
+    itl_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""
         return {"text": self.text, "contexts": [c.to_dict() for c in self.contexts],
                 "sql": self.sql, "latency_s": self.latency_s, "usage": self.usage.to_dict(),
-                "cached": self.cached, "model": self.model, "served_model": self.served_model}
+                "cached": self.cached, "model": self.model, "served_model": self.served_model,
+                "ttft_s": self.ttft_s, "itl_s": self.itl_s}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Answer:
@@ -155,7 +164,13 @@ class Answer:
                    sql=data.get("sql"), latency_s=float(data.get("latency_s") or 0.0),
                    usage=Usage.from_dict(data.get("usage")),
                    cached=bool(data.get("cached", False)), model=data.get("model"),
-                   served_model=data.get("served_model"))
+                   served_model=data.get("served_model"),
+                   ttft_s=_optional_float(data.get("ttft_s")),
+                   itl_s=_optional_float(data.get("itl_s")))
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True)
