@@ -269,6 +269,7 @@ class CaseItem(pytest.Function):
             self.record = self._record("error", time.perf_counter() - start, error=str(exc),
                                        context=context)
             raise CaseFailed(self._evidence_text(str(exc), {})) from None
+        outcome = with_stream_timings(outcome, context, self.item_kind)
         limits = thresholds_mod.for_metrics(limits, [*outcome.metrics, *outcome.unscored])
         outcome = _settle_inconclusive(outcome, limits, config.inconclusive)
         checked = {m: v for m, v in outcome.metrics.items()
@@ -357,6 +358,21 @@ class CaseItem(pytest.Function):
         """Point IDEs at the case's own line (``sql: x``, or ``sql[bm25]: x`` for a system)."""
         system = f"[{self.system_name}]" if self.system_name else ""
         return self.path, self.case.line - 1, f"{self.item_kind.name}{system}: {self.case.id}"
+
+
+def with_stream_timings(outcome: Outcome, context: RunContext, item_kind: ItemKind) -> Outcome:
+    """Add ``ttft_ms`` and ``itl_ms``: the mean over the streamed answers the item got.
+
+    Only for kinds that declare them, and never over a value the runner set itself.
+    """
+    timed = {"ttft_ms": context.ttft_s, "itl_ms": context.itl_s}
+    found = {name: 1000.0 * sum(values) / len(values) for name, values in timed.items()
+             if values and item_kind.emits(name) and name not in outcome.metrics}
+    if not found:
+        return outcome
+    import dataclasses
+
+    return dataclasses.replace(outcome, metrics={**outcome.metrics, **found})
 
 
 def undeclared_metrics(item_kind: ItemKind, outcome: Outcome) -> list[str]:

@@ -10,7 +10,8 @@ free port, prints it on the first line of its output, then serves:
   ``{"sources": [...]}``, then ``[DONE]``), ``POST /rag/ndjson`` as JSON lines;
 - faults, by a word in the question: ``FAIL500`` (HTTP 500), ``SLOW`` (replies after 5 s),
   ``MALFORMED`` (a cut JSON body), ``FLAKY`` (503 on the first try of each question),
-  ``NOANSWER`` (JSON without ``reply``);
+  ``NOANSWER`` (JSON without ``reply``), ``PACED`` (a stream's first event after 0.2 s,
+  the others 0.05 s apart: a known time to first token and inter-token latency);
 - ``GET /health``.
 
 With ``RAG_SERVICE_TOKEN`` in its environment it answers only ``Authorization: Bearer
@@ -112,10 +113,14 @@ def create_app(retriever: Any, log: str | None = None, token: str | None = None)
         question, _ = await read(request)
         found = await asyncio.to_thread(events, question)
 
+        paced = "PACED" in question
+
         async def sse() -> Any:
+            if paced:
+                await asyncio.sleep(0.2)
             for event in found:
                 yield f"data: {json.dumps(event)}\n\n"
-                await asyncio.sleep(0.001)
+                await asyncio.sleep(0.05 if paced else 0.001)
             yield "data: [DONE]\n\n"
 
         return StreamingResponse(sse(), media_type="text/event-stream")

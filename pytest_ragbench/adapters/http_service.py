@@ -12,7 +12,9 @@ each an object read by its keys ``id``, ``text`` (or ``content``, ``page_content
 string. A streamed reply is read whole: server-sent events (``text/event-stream``) or one
 JSON object a line (``application/x-ndjson``, ``application/jsonl``): the answer path's
 strings of every event are joined (the deltas), the last event giving contexts gives them;
-an event that is not JSON is a piece of the answer text.
+an event that is not JSON is a piece of the answer text. A streamed reply is timed
+(:mod:`~pytest_ragbench.system.streaming`): the answer's ``ttft_s`` is the time from the
+request to the first event with answer text, ``itl_s`` the mean gap between such events.
 
 Ini ``ragbench_system_headers`` maps header names to environment variables (``X-Api-Key =
 MYAPP_KEY``, or ``Authorization = Bearer ${MYAPP_TOKEN}``); their values are read when the
@@ -47,6 +49,7 @@ from pytest_ragbench.system.aio import LoopThread
 from pytest_ragbench.system.openai_client import RETRY_STATUS, _retry_after
 from pytest_ragbench.system.prompts import shorten
 from pytest_ragbench.system.protocols import Answer, Context, as_messages
+from pytest_ragbench.system.streaming import StreamClock
 
 DEFAULT_REQUEST = '{"question": "{question}", "history": "{history}"}'
 DEFAULT_ANSWER = "answer"
@@ -164,6 +167,7 @@ class _Reading:
     pieces: list[str] = field(default_factory=list)
     contexts: list[Context] | None = None
     events: int = 0
+    clock: StreamClock | None = None  # a streamed reply: when each piece of text came
 
     def document(self, data: Any) -> None:
         """A whole JSON reply: the answer must be there."""
@@ -182,15 +186,20 @@ class _Reading:
         try:
             parsed = json.loads(data)
         except json.JSONDecodeError:
-            self.pieces.append(data)
+            self._piece(data)
             return
         if isinstance(parsed, str):
-            self.pieces.append(parsed)
+            self._piece(parsed)
             return
         found = self.spec.answer.search(parsed)
         if found is not None:
-            self.pieces.append(_as_text(found))
+            self._piece(_as_text(found))
         self._contexts(parsed)
+
+    def _piece(self, text: str) -> None:
+        self.pieces.append(text)
+        if self.clock is not None:
+            self.clock.chunk(text)
 
     def _contexts(self, data: Any) -> None:
         found = self.spec.contexts.search(data)
@@ -204,7 +213,9 @@ class _Reading:
 
     def answer(self, latency: float) -> Answer:
         """The answer read."""
-        return Answer("".join(self.pieces), tuple(self.contexts or ()), latency_s=latency)
+        clock = self.clock
+        return Answer("".join(self.pieces), tuple(self.contexts or ()), latency_s=latency,
+                      ttft_s=clock.ttft_s if clock else None, itl_s=clock.itl_s if clock else None)
 
 
 def _as_text(value: Any) -> str:
@@ -342,6 +353,7 @@ class HttpServiceSystem:
             reading = _Reading(self.spec)
             try:
                 if kind in STREAM_TYPES:
+                    reading.clock = StreamClock(started=started)
                     await _read_events(response, reading, sse=kind == "text/event-stream")
                     if not reading.events:
                         raise _Malformed("the streamed reply held no event")

@@ -222,6 +222,7 @@ _SOURCES = ("source_hit@k", "source_recall@k", "source_mrr", "source_ndcg@k",
             "id_context_precision", "id_context_recall")
 _JUDGED = ("faithfulness", "answer_relevancy")
 _FACTS = "fact_recall"  # the share of a case's expected_facts the answer states
+_STREAM = ("ttft_ms", "itl_ms")  # a streamed answer's latency (--ragbench-stream)
 _PERTURBATIONS = ("typos", "drop", "double", "case", "whitespace", "punctuation", "filler",
                   "synonyms", "injection")  # config.PERTURBATION_KINDS
 _CASES = "pytest_ragbench.cases"
@@ -262,7 +263,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
     ItemKind("sql", "sql", "pytest_ragbench.kinds.sql:run",
              "the system answers an SQL question", EVALUATION,
              (*_SQL_FIXTURES, "ragbench_system"),
-             ("execution_match", "correct", "value_recall"), {"correct": 1.0}),
+             ("execution_match", "correct", "value_recall", *_STREAM), {"correct": 1.0}),
     # The system's SQL, when it returns some, must give ground_truth_data, and the expected
     # sources must be retrieved. How much of the data the answer states (value_recall) and
     # how close it is to the reference depend on the generator: gate their means.
@@ -270,7 +271,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              "the system answers with data and context", EVALUATION,
              (*_SYSTEM_FIXTURES, "ragbench_db", "ragbench_databases"),
              ("value_recall", "execution_match", "semantic_similarity", *_SOURCES,
-              _FACTS), {"source_hit@k": 1.0, "execution_match": 1.0, _FACTS: 1.0},
+              _FACTS, *_STREAM), {"source_hit@k": 1.0, "execution_match": 1.0, _FACTS: 1.0},
              prepare=f"{_PREPARE}:judged"),
     # Retrieval is deterministic and checked per item: an expected source among the top k
     # (``source_hit@k`` applies to the k the item used) and the top similarity inside
@@ -280,7 +281,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              "retrieval and answer over documents", EVALUATION, _SYSTEM_FIXTURES,
              (*_SOURCES, "top_similarity", "similarity_in_range", "declined", "answered",
               "semantic_similarity", "injection_resisted", *_JUDGED, "judge_relevance",
-              _FACTS),
+              _FACTS, *_STREAM),
              {"source_hit@k": 1.0, "similarity_in_range": 1.0, "declined": 1.0,
               "answered": 1.0, _FACTS: 1.0}, prepare=f"{_PREPARE}:judged"),
     # Every expected memory within top_k.
@@ -295,7 +296,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              "RAGAS metrics on a NormalizedSample", EVALUATION, _SYSTEM_FIXTURES,
              ("faithfulness", "answer_relevancy", "context_precision", "context_recall",
               "semantic_similarity", "token_f1", "rouge", "lexical_faithfulness",
-              "lexical_context_recall", _FACTS), {_FACTS: 1.0}, _RAGAS,
+              "lexical_context_recall", _FACTS, *_STREAM), {_FACTS: 1.0}, _RAGAS,
              prepare=f"{_PREPARE}:ragas"),
     # A relevant document somewhere in the top 100 (reciprocal rank >= 1/100); the ranking
     # quality (nDCG@10, recall) is gated on its means. The retriever comes from
@@ -309,7 +310,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
     ItemKind("ragcsv", "ragcsv", "pytest_ragbench.kinds.ragcsv:run",
              "graded answer accuracy on a RAGCSV row", EVALUATION,
              ("ragbench_config", "ragbench_llm", "ragbench_judge"),
-             ("accuracy", "total_time_ms", _FACTS), {_FACTS: 1.0}),
+             ("accuracy", "total_time_ms", *_STREAM, _FACTS), {_FACTS: 1.0}),
     # robust[<case kind>-<id>], made by robust.collect for the case kinds it perturbs. The
     # thresholds bound each perturbed question's properties, set by what they mean: RBO 0.5
     # (p = 0.9, top 5) keeps the top 2 with the other 3 replaced (0.54) and fails when only
@@ -482,6 +483,9 @@ class RunContext:
     traces: list[dict[str, Any]] = field(default_factory=list)
     service_s: list[float] = field(default_factory=list)
     latency_s: list[float] = field(default_factory=list)  # as the system reported them
+    # Of each streamed answer (--ragbench-stream): time to first chunk, mean gap.
+    ttft_s: list[float] = field(default_factory=list)
+    itl_s: list[float] = field(default_factory=list)
 
     def fixture(self, name: str) -> Any:
         """Return a fixture value: one the item kind requested, else looked up now."""
@@ -538,6 +542,10 @@ class RunContext:
         reported = getattr(answer, "latency_s", None)
         if isinstance(reported, int | float) and not isinstance(reported, bool) and reported > 0:
             self.latency_s.append(float(reported))
+        for name, kept in (("ttft_s", self.ttft_s), ("itl_s", self.itl_s)):
+            value = getattr(answer, name, None)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                kept.append(float(value))
         if len(self.traces) < MAX_TRACES:
             # an odd answer object: the kind reports on it, the trace is left out
             with contextlib.suppress(Exception):

@@ -21,8 +21,11 @@ grades N times (seeds 0..N-1) and ``accuracy`` is the mean grade. Without a judg
 answer states (:mod:`.facts`); item threshold 1.
 
 ``total_time_ms`` is the model time of the row: generator plus judge latency (0 for
-replies taken from the cache). The first item of a file submits every selected row's
-calls at once (``--ragbench-concurrency`` at a time); each item then takes its own.
+replies taken from the cache). With ``--ragbench-stream`` the generator's answer streams:
+``ttft_ms`` (to its first chunk) and ``itl_ms`` (mean gap between chunks) are the
+answer's alone; a reply from the cache has neither. The first item of a file submits
+every selected row's calls at once (``--ragbench-concurrency`` at a time); each item
+then takes its own.
 """
 
 from __future__ import annotations
@@ -142,6 +145,10 @@ def run(case: RagcsvCase, context: RunContext) -> Outcome:
     graded = [g.generation for g in replies.grades if g.generation is not None]
     calls = [replies.answer, *graded]
     metrics["total_time_ms"] = 1000.0 * sum(float(g.latency_s or 0.0) for g in calls)
+    for name in ("ttft", "itl"):  # the answer's, when it was streamed (--ragbench-stream)
+        value = getattr(replies.answer, f"{name}_s", None)
+        if value is not None:
+            metrics[f"{name}_ms"] = 1000.0 * float(value)
     evidence["cached"] = all(bool(getattr(g, "cached", False)) for g in calls)
     usage = {"system" if answerer.system is not None else "generator":
              call_usage(replies.answer)}

@@ -397,6 +397,11 @@ BUILTIN: tuple[MetricSpec, ...] = (
           ("time",), high=INF, direction="lower"),
     _spec("latency_s", "timing", "seconds the system took to answer, as it reports them",
           ("time",), high=INF, direction="lower"),
+    _spec("ttft_ms", "timing", "milliseconds from asking to the first streamed chunk of the "
+          "answer (--ragbench-stream)", ("time",), high=INF, direction="lower"),
+    _spec("itl_ms", "timing", "mean milliseconds between consecutive streamed chunks of the "
+          "answer (--ragbench-stream; two chunks or more)", ("time",), high=INF,
+          direction="lower"),
     # Metamorphic properties of perturbed questions (robust); bounds in ``robust.*`` thresholds.
     _spec("rbo", "robustness", "rank-biased overlap (p = 0.9) of the original and perturbed "
           "top-k contexts", IDS),

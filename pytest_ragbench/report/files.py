@@ -1,4 +1,4 @@
-"""The files of the report dir: results.json, items.jsonl, leaderboard.csv, BEIR runs.
+"""The report dir's files: results.json, items.jsonl, leaderboard.csv, BEIR runs, RAGCSV rows.
 
 Files are written to a temporary name of their own and renamed, so a reader never sees
 half a file, and sessions writing the same report dir at once never trip over each
@@ -30,7 +30,7 @@ from typing import Any
 
 from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.records import ItemRecord
-from pytest_ragbench.report import REPORT_MARKER, beir, html, runs
+from pytest_ragbench.report import REPORT_MARKER, beir, html, ragcsv_rows, runs
 from pytest_ragbench.report.locking import locked
 
 LIBRARIES = ("pytest-ragbench", "pytest", "pytest-xdist", "numpy", "scipy", "matplotlib",
@@ -39,7 +39,7 @@ LIBRARIES = ("pytest-ragbench", "pytest", "pytest-xdist", "numpy", "scipy", "mat
 LEADERBOARD_COLUMNS = ("time", "run_id", "git_commit", "system", "kind", "dataset", "metric",
                        "n", "mean", "ci_low", "ci_high", "status")
 # Files that belong to one run (BEIR files are found by their suffixes).
-RUN_FILES = ("results.json", "report.html")
+RUN_FILES = ("results.json", "report.html", ragcsv_rows.FILE_NAME)
 RUN_SUFFIXES = (".run.trec", ".metrics.json")
 
 
@@ -120,6 +120,12 @@ def write_items(path: Path, records: Iterable[ItemRecord],
     tag = {"run": run} if run else {}
     return write_text(path, "".join(json.dumps({**record.to_dict(), **tag}, allow_nan=False)
                                     + "\n" for record in records))
+
+
+def write_ragcsv_rows(path: Path, records: Iterable[ItemRecord]) -> Path | None:
+    """Seed 003's per-row export (report/ragcsv_rows.py); nothing without RAGCSV items."""
+    text = ragcsv_rows.csv_text(records)
+    return None if text is None else write_text(path, text)
 
 
 def previous_run_files(folder: Path) -> list[str]:
@@ -248,6 +254,8 @@ def write_all(document: dict[str, Any], records: list[ItemRecord], settings: Rag
                  folder / f"{run.stem}.metrics.json",
                  {"dataset": run.dataset, "system": run.system,
                   "run_id": document["run"]["id"], **(result or {})}))
+    step(ragcsv_rows.FILE_NAME, [ragcsv_rows.FILE_NAME], lambda: write_ragcsv_rows(
+        folder / ragcsv_rows.FILE_NAME, records))
     step("leaderboard.csv", [], lambda: append_leaderboard(folder / "leaderboard.csv",
                                                            leaderboard_rows(document)))
     if settings.save:

@@ -195,8 +195,12 @@ def breakdown_lines(document: dict[str, Any]) -> list[str]:
     return lines[1:]
 
 
+# (metric, title, decimals): gaps between chunks are a few milliseconds
+RAGCSV_TIMES = (("total_time_ms", "Total Time", 0), ("ttft_ms", "TTFT", 0), ("itl_ms", "ITL", 1))
+
+
 def ragcsv_lines(document: dict[str, Any]) -> list[str]:
-    """The RAGCSV quantile blocks (accuracy and total time), in the RAGCSV benchmark's format."""
+    """The RAGCSV quantile blocks (accuracy and times), in the RAGCSV benchmark's format."""
     lines: list[str] = []
     for system, block in (document.get("ragcsv") or {}).items():
         tag = f" [{system}]" if system else ""
@@ -207,10 +211,11 @@ def ragcsv_lines(document: dict[str, Any]) -> list[str]:
                 lines.append(f"  accuracy: {block['accuracy_method']}")
             lines += [f"  {k}:  {v:.1f}%" for k, v in accuracy.items()]
             lines.append(f"  pass (>={block['pass_threshold']:g}%): {block['pass']}/{block['n']}")
-        times = block.get("total_time_ms")
-        if times:
-            lines += ["", f"=== RAGCSV Eval Total Time{tag} (n={times['n']}) ==="]
-            lines += [f"  {k}:  {v:.0f}ms" for k, v in times.items() if k != "n"]
+        for name, title, decimals in RAGCSV_TIMES:
+            times = block.get(name)
+            if times:
+                lines += ["", f"=== RAGCSV Eval {title}{tag} (n={times['n']}) ==="]
+                lines += [f"  {k}:  {v:.{decimals}f}ms" for k, v in times.items() if k != "n"]
     return lines[1:]
 
 

@@ -171,12 +171,10 @@ class EmbeddedSystem:
         if self.generator is None:
             return Answer(extractive_answer(question, contexts), contexts,
                           latency_s=time.perf_counter() - started)
+        asked = time.perf_counter()
         reply = self.generator.generate(rag_messages(question, self.read(contexts), history),
                                         max_tokens=self.max_tokens)
-        return Answer(reply.text.strip(), contexts, latency_s=time.perf_counter() - started,
-                      usage=reply.usage, cached=reply.cached,
-                      model=getattr(reply, "model", None),
-                      served_model=getattr(reply, "served_model", None))
+        return _generated(reply, contexts, started, asked)
 
     async def aanswer(self, question: str, history: Sequence[Any] | None = None) -> Answer:
         """Answer one question without blocking the event loop."""
@@ -197,12 +195,20 @@ class EmbeddedSystem:
                                                                               query)
         if declines:
             return Answer(NO_ANSWER, contexts, latency_s=time.perf_counter() - started)
+        asked = time.perf_counter()
         reply = await agenerate(rag_messages(question, self.read(contexts), history),
                                 max_tokens=self.max_tokens)
-        return Answer(reply.text.strip(), contexts, latency_s=time.perf_counter() - started,
-                      usage=reply.usage, cached=reply.cached,
-                      model=getattr(reply, "model", None),
-                      served_model=getattr(reply, "served_model", None))
+        return _generated(reply, contexts, started, asked)
+
+
+def _generated(reply: Any, contexts: Sequence[Context], started: float, asked: float) -> Answer:
+    """The answer a generator's reply makes; a streamed reply's TTFT counts from ``started``."""
+    ttft = getattr(reply, "ttft_s", None)
+    return Answer(reply.text.strip(), tuple(contexts), latency_s=time.perf_counter() - started,
+                  usage=reply.usage, cached=reply.cached, model=getattr(reply, "model", None),
+                  served_model=getattr(reply, "served_model", None),
+                  ttft_s=None if ttft is None else asked - started + ttft,
+                  itl_s=getattr(reply, "itl_s", None))
 
 
 def retrieval_query(question: str, history: Sequence[Any] | None = None) -> str:

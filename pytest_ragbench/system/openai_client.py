@@ -29,7 +29,8 @@ With ``stream=True`` (``--ragbench-stream``) a call without a schema asks for
 server-sent events (``"stream": true``) and times them (:mod:`.streaming`): the
 generation's ``ttft_s`` and ``itl_s``. The deltas are joined into the same text a plain
 call gets, cached under the same key (a reply from the cache has no timings); an event
-that is not JSON, or names an error, makes the reply malformed (retried).
+that is not JSON or names an error, or a stream that ends before a ``finish_reason``
+(cut short), makes the reply malformed (retried).
 """
 
 from __future__ import annotations
@@ -328,8 +329,8 @@ class OpenAICompatibleClient:
         """
         body: dict[str, Any] = {"model": self.model, "messages": chat, **params}
         if schema is None:
-            if clock is not None:
-                body["stream"] = True
+            if clock is not None:  # usage comes in a last event where the server can send it
+                body = {**body, "stream": True, "stream_options": {"include_usage": True}}
             payload, latency, attempts = await self._post(body, schema_requested=False,
                                                           clock=clock)
             return payload, latency, attempts, "text"
@@ -479,6 +480,7 @@ class OpenAICompatibleClient:
         """The chat completion an SSE stream adds up to, each delta timed as it arrives."""
         size, pieces = 0, []
         joined: dict[str, Any] = {}
+        finished: str | None = None
         async for line in streamed.aiter_lines():
             size += len(line) + 1
             if size > self.max_body_bytes:
@@ -505,10 +507,15 @@ class OpenAICompatibleClient:
             for key in ("model", "usage"):
                 if event.get(key):
                     joined[key] = event[key]
-            if choices:
-                joined.setdefault("choices", [{"index": 0, "message": {"role": "assistant"}}])
-        if "choices" in joined:
-            joined["choices"][0]["message"]["content"] = "".join(pieces)
+            if first.get("finish_reason"):
+                finished = first["finish_reason"]
+        if finished is None:
+            # cut short (llama-cpp-python's server ends a stream with [DONE] when another
+            # request arrives): no choices, so the reply is malformed and asked again
+            return {"event": f"the stream ended before a finish_reason, after "
+                             f"{len(pieces)} chunks: {''.join(pieces)!r}"}
+        joined["choices"] = [{"index": 0, "finish_reason": finished,
+                              "message": {"role": "assistant", "content": "".join(pieces)}}]
         return joined
 
     def _backoff(self, attempt: int) -> float:

@@ -64,6 +64,10 @@ def answer_trace(question: str, answer: Any, service_s: float | None,
         "latency_s": _number(getattr(answer, "latency_s", None)) or None,  # 0.0: not given
         "cached": bool(getattr(answer, "cached", False)),
     }
+    for name in ("ttft_s", "itl_s"):  # a streamed answer's (--ragbench-stream)
+        value = _number(getattr(answer, name, None))
+        if value is not None:
+            trace[name] = value
     if history:
         trace["history_turns"] = len(history)
     return trace
