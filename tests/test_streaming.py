@@ -57,9 +57,13 @@ def test_a_stream_cut_short_is_asked_again(llama_server: LlamaServer) -> None:  
                                        backoff_base_s=0.2)
     other = OpenAICompatibleClient(llama_server.url, "smollm2", max_tokens=80)
     try:
+        answered = llama_server.statuses()[200]
         pool = concurrent.futures.ThreadPoolExecutor(1)
         future = pool.submit(streaming.generate, story)
-        time.sleep(0.3)  # the stream has begun (80 tokens take SmolLM2 over a second)
+        deadline = time.monotonic() + 60
+        # the server logs a streamed reply when it starts; 80 tokens then take over a second
+        while llama_server.statuses()[200] == answered and time.monotonic() < deadline:
+            time.sleep(0.02)
         other.generate(MESSAGES, max_tokens=4)  # arrives while it streams: cuts it short
         streamed = future.result(120)
         pool.shutdown()
