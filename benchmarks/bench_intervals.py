@@ -22,7 +22,13 @@ what ``results.json`` holds for a metric cell), on sessions drawn with a fixed s
    BCa for continuous scores by n, and how often each lower bound lies above the true
    mean: the reason the report corrects t for skewness and switches to BCa at n = 30
    (``intervals.BCA_MIN``).
-4. Wilson against the report's 0/1 interval, exactly (binomial sums, no simulation) over a
+4. a skewed two-valued score, 0.99 or 0 (0 for a share q of the items), at n = 40, 70 and
+   120: the report's interval (the 0/1 interval of the share of 0.99, ``intervals``'
+   two-value rule) against BCa (ties with the estimate counted within a relative 1e-12,
+   so its interval no longer depends on the cells batched beside it); the aim is
+   [0.92, 0.99]. Where no 0 was drawn the cell does not vary and both get the no-spread
+   interval (the Bernoulli worst case over [0, 1]).
+5. Wilson against the report's 0/1 interval, exactly (binomial sums, no simulation) over a
    grid of p in [0.005, 0.995] for every n from 5 to 100: the lowest coverage and the share
    of (n, p) in [0.92, 0.99]. Brown, Cai & DasGupta's Poisson bounds at 1-2 successes or
    failures remove Wilson's dips near 0 and 1.
@@ -116,6 +122,34 @@ def t_against_bca(sessions: int, resamples: int
                 float(np.mean(low > mean)),
                 float(np.mean([c.low > mean for c in corrected])),
                 float(np.mean([c.low > mean for c in bca])))
+    return out
+
+
+SKEWED_SIZES = (40, 70, 120)
+SKEWED_ZEROS = (0.01, 0.02, 0.03, 0.05, 0.1)
+
+
+def skewed_two_values(sessions: int, resamples: int) -> dict[tuple[float, int], tuple[float, ...]]:
+    """Coverage of the report's interval and of BCa for a score of 0.99 or 0."""
+    rng = np.random.default_rng(SEED + 2)
+    out = {}
+    for zeros in SKEWED_ZEROS:
+        mean = 0.99 * (1 - zeros)
+        for n in SKEWED_SIZES:
+            samples = np.where(rng.random((sessions, n)) < zeros, 0.0, 0.99)
+            seed = int(rng.integers(1 << 31))
+            shown = run_cells(samples, resamples, seed)
+            both = [i for i, row in enumerate(samples) if (row == 0.0).any() and row.any()]
+            bca = stats.batch_bootstrap_ci([samples[i] for i in both], n_resamples=resamples,
+                                           seed=seed)
+            # without the two-value rule: BCa where both values occur, else the same
+            # no-spread interval (Bernoulli worst case)
+            before = [(c.low, c.high) for c in shown]
+            for i, interval in zip(both, bca, strict=True):
+                before[i] = (interval.low, interval.high)
+            out[(zeros, n)] = (
+                float(np.mean([c.low <= mean <= c.high for c in shown])),  # type: ignore[operator]
+                float(np.mean([low <= mean <= high for low, high in before])))  # type: ignore[operator]
     return out
 
 
@@ -214,6 +248,19 @@ def main() -> None:
     print_table("coverage of plain t, skew-corrected t (Hall) and BCa for continuous scores, "
                 "and how often the lower bound is above the true mean (aim 2.5%); the report "
                 "uses Hall's t below n=30, BCa from there", rows)
+
+    skewed = skewed_two_values(args.sessions, args.resamples)
+    rows = [["share of zeros", *(f"n={n} report / BCa" for n in SKEWED_SIZES)]]
+    for zeros in SKEWED_ZEROS:
+        cells = []
+        for n in SKEWED_SIZES:
+            shown, bca = skewed[(zeros, n)]
+            flag = "" if 0.92 <= shown <= 0.99 else "!"
+            cells.append(f"{shown:.3f}{flag} / {bca:.3f}")
+        rows.append([f"{zeros:g}", *cells])
+    print_table("a score of 0.99 or 0: coverage of the report's interval (two values: the "
+                "0/1 interval of the share of 0.99; ! outside [0.92, 0.99]) and of BCa with "
+                "ties counted within 1e-12", rows)
 
     print_table("0/1 metrics, exact coverage over p = 0.005 ... 0.995 for every n in the "
                 "range: Wilson against the report's (Wilson with Poisson bounds at 1-2 "

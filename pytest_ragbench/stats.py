@@ -24,6 +24,8 @@ Scores: TypeAlias = "Sequence[float] | np.ndarray"
 CIMethod = Literal["bca", "percentile"]
 PairedTestName = Literal["randomization", "t", "wilcoxon", "mcnemar"]
 EFFECT_SIZES = (0.2, 0.3, 0.5)
+TIE_TOLERANCE = 1e-12
+"""Relative distance within which a bootstrap mean counts as equal to the estimate (BCa)."""
 
 
 def _array(scores: Any, what: str = "scores") -> np.ndarray:
@@ -209,16 +211,23 @@ def _resampled_means(matrix: np.ndarray, n_resamples: int, rng: np.random.Genera
     n = matrix.shape[0]
     chunk = max(1, 2**18 // n)  # keep each counts block cache-sized (about 2 MB)
     means = np.empty((matrix.shape[1], n_resamples))
+    columns = np.ascontiguousarray(matrix.T)
+    weights = None if sizes is None else np.ascontiguousarray(sizes.T)
     offsets = None
     for start in range(0, n_resamples, chunk):
         rows = min(chunk, n_resamples - start)
         index = rng.integers(0, n, (rows, n))  # the draws scipy.stats.bootstrap makes
         if offsets is None or offsets.shape[0] != rows:
             offsets = (np.arange(rows) * n)[:, None]
-        counts = np.bincount((index + offsets).ravel(), minlength=rows * n).reshape(rows, n)
-        means[:, start:start + rows] = (counts @ matrix).T
-        if sizes is not None:
-            means[:, start:start + rows] /= (counts @ sizes).T
+        counts = np.bincount((index + offsets).ravel(), minlength=rows * n)
+        counts = counts.reshape(rows, n).astype(np.float64)
+        # One matrix-vector product per cell, not one matrix product for all: a matrix
+        # product rounds differently with its width, so a cell's resampled means would
+        # depend on how many cells share its length.
+        for j, column in enumerate(columns):
+            means[j, start:start + rows] = counts @ column
+            if weights is not None:
+                means[j, start:start + rows] /= counts @ weights[j]
     if sizes is None:
         means /= n
     return means
@@ -240,19 +249,27 @@ def _intervals(matrix: np.ndarray, means: np.ndarray, confidence: float, method:
     n, cells = matrix.shape
     resamples = means.shape[1]
     if theta is None:
-        theta = matrix.mean(axis=0)
+        # column by column (here and below): a reduction over the rows of a wider matrix
+        # adds in another order, and a cell's interval would depend on its neighbours
+        theta = np.array([column.mean() for column in matrix.T])
     alpha = (1 - confidence) / 2
     levels = np.tile([alpha, 1 - alpha], (cells, 1))  # cells × 2
     used = [method] * cells
     if method == "bca":
-        # z0 from the share of resampled means below the estimate (ties count half).
+        # z0 from the share of resampled means below the estimate, ties counting half. A
+        # resampled mean within TIE_TOLERANCE (relative) of the estimate is a tie: it is
+        # the estimate computed in another order ([0.99] * 69 + [0.0] has a third of its
+        # resamples there), and counting it by exact comparison made z0 turn on rounding.
         col = theta[:, None]
-        below = (means < col).sum(axis=1) + (means <= col).sum(axis=1)
+        scale = np.maximum(np.abs(theta), np.abs(means).max(axis=1))[:, None]
+        tied = np.abs(means - col) <= TIE_TOLERANCE * scale
+        below = 2 * ((means < col) & ~tied).sum(axis=1) + tied.sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             z0 = ndtri(below / (2 * resamples))
             # Jackknife acceleration; for the mean, U_i = x_i - mean.
             u = matrix - theta if influence is None else influence
-            a = (u**3).sum(axis=0) / (6 * ((u**2).sum(axis=0)) ** 1.5)
+            a = np.array([(c**3).sum() / (6 * (c**2).sum() ** 1.5)
+                          for c in np.ascontiguousarray(u.T)])
             z = np.array([ndtri(alpha), -ndtri(alpha)])
             num = z0[:, None] + z[None, :]
             bca = ndtr(z0[:, None] + num / (1 - a[:, None] * num))
