@@ -188,5 +188,5 @@ def regression_line(c: dict[str, Any], baseline: str) -> str:
         f"95% CI [{signed(c['ci_low'])}, {signed(c['ci_high'])}]"
     return (f"regression {c['kind']}.{c['metric']}{where}: worse than baseline {baseline}: "
             f"delta {signed(c['delta'])} ({ci}), {_num(c['mean_b'])} -> {_num(c['mean_a'])}, "
-            f"p={p_text(c, 'p_holm')} (Holm, {c['test']}), d={effect(c['effect_size'])}, "
+            f"p={p_text(c, 'p_holm')} (Holm, {c['test']}), d={effect(c)}, "
             f"n={c['n']} pairs")
