@@ -162,15 +162,9 @@ def prepare(cell: CellData) -> _Cell:
 # ---------------------------------------------------------------- closed forms
 
 
-def _z(confidence: float) -> float:
-    from scipy.special import ndtri
-
-    return float(ndtri((1 + confidence) / 2))
-
-
 def wilson(p: float, n: float, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Wilson's score interval of a proportion ``p`` seen in ``n`` (maybe effective) trials."""
-    z = _z(confidence)
+    z = stats._z(confidence)
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / denominator
@@ -230,7 +224,7 @@ def _df_factor(groups: int, confidence: float) -> float:
 
     if groups < 2:
         return 1.0
-    return (_z(confidence) / float(stdtrit(groups - 1, (1 + confidence) / 2))) ** 2
+    return (stats._z(confidence) / float(stdtrit(groups - 1, (1 + confidence) / 2))) ** 2
 
 
 def _rescale(cell: _Cell, bounds: tuple[float, float]) -> tuple[float, float]:
@@ -491,6 +485,20 @@ def cell_intervals(cells: Sequence[CellData], confidence: float = CONFIDENCE,
                 results[i] = _with_gate(prepared[i], interval.low, interval.high,
                                         interval.method, confidence)
     return [r for r in results if r is not None]
+
+
+def proportion_interval(successes: int, n: int, confidence: float = CONFIDENCE
+                        ) -> tuple[float | None, float | None]:
+    """The interval of a share of ``successes`` in ``n`` independent trials, as a pass rate's.
+
+    The cell interval of ``successes`` ones and ``n - successes`` zeros: modified Wilson
+    (:func:`modified_wilson`), ``(None, None)`` below 2 trials.
+    """
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must lie in [0, n], got {successes} of {n}")
+    found = cell_interval([1.0] * successes + [0.0] * (n - successes), low=0.0, high=1.0,
+                          confidence=confidence) if n else CellInterval()
+    return found.low, found.high
 
 
 def cell_interval(values: Sequence[float], clusters: Sequence[Hashable | None] | None = None,

@@ -475,18 +475,6 @@ def power_table(n: int, effect_sizes: Sequence[float] = EFFECT_SIZES, alpha: flo
     return {f"d={d}": paired_power(n, d, alpha) for d in effect_sizes}
 
 
-def wilson_ci(successes: int, n: int, confidence: float = 0.95
-              ) -> tuple[float | None, float | None]:
-    """Wilson score interval of a proportion (``(None, None)`` without trials)."""
-    if n == 0:
-        return None, None
-    from scipy import stats
-
-    interval = stats.binomtest(successes, n).proportion_ci(confidence_level=confidence,
-                                                           method="wilson")
-    return float(interval.low), float(interval.high)
-
-
 def proportion_half_width(n: int, p: float = 0.5, confidence: float = 0.95) -> float:
     """Half-width of the normal-approximation CI of a proportion: z·√(p(1−p)/n)."""
     if n < 1:
