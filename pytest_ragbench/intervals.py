@@ -299,25 +299,44 @@ def betting_lower(values: np.ndarray, alpha: float, seed: int = 0) -> float:
     n = values.size
     rng = np.random.default_rng(seed)
     x = values[np.stack([rng.permutation(n) for _ in range(BETTING_ORDERS)])]
-    steps = np.arange(1, n + 1)
-    # predictable estimates of the mean and variance from the values before each one
-    mean_after = (0.5 + np.cumsum(x, axis=1)) / (steps + 1)
-    mean_before = np.hstack([np.full((x.shape[0], 1), 0.5), mean_after[:, :-1]])
-    variance_after = (0.25 + np.cumsum((x - mean_before) ** 2, axis=1)) / (steps + 1)
-    variance_before = np.hstack([np.full((x.shape[0], 1), 0.25), variance_after[:, :-1]])
-    bets = np.sqrt(2 * math.log(1 / alpha) / (n * variance_before))
+    # predictable estimates of the variance from the values before each one
+    bets = np.sqrt(2 * math.log(1 / alpha) / (n * _predictable(x, 0.5, 0.25)))
+    return _largest_rejected(x, bets, 0.0, alpha, float(values.mean()))
+
+
+def _largest_rejected(x: np.ndarray, bets: np.ndarray, floor: float | np.ndarray,
+                      alpha: float, high: float) -> float:
+    """The largest m in [0, high] whose averaged betting capital reaches 1/alpha (bisection).
+
+    ``x`` holds each order's values (orders × n), ``bets`` the predictable bets on them and
+    ``floor`` the lowest value each could take: a stake is at most 3/4 of what keeps the
+    capital positive, ``BETTING_TRUNCATION / (m - floor)``.
+    """
+    import numpy as np
+
     threshold = math.log(1 / alpha) + math.log(x.shape[0])  # log(orders / alpha)
-    low, high = 0.0, float(values.mean())
+    low = 0.0
     for _ in range(30):
         m = (low + high) / 2
         if m <= 0.0:
             break
-        stake = np.minimum(bets, BETTING_TRUNCATION / m)
+        stake = np.minimum(bets, BETTING_TRUNCATION / (m - floor))
         log_capital = np.log1p(stake * (x - m)).sum(axis=1)
         peak = float(log_capital.max())
         rejected = peak + math.log(float(np.exp(log_capital - peak).sum())) >= threshold
         low, high = (m, high) if rejected else (low, m)
     return low
+
+
+def _predictable(x: np.ndarray, prior_mean: float, prior_variance: float) -> np.ndarray:
+    """Each value's variance estimate from the values before it (one prior pseudo-value)."""
+    import numpy as np
+
+    steps = np.arange(1, x.shape[1] + 1)
+    mean_after = (prior_mean + np.cumsum(x, axis=1)) / (steps + 1)
+    mean_before = np.hstack([np.full((x.shape[0], 1), prior_mean), mean_after[:, :-1]])
+    variance_after = (prior_variance + np.cumsum((x - mean_before) ** 2, axis=1)) / (steps + 1)
+    return np.hstack([np.full((x.shape[0], 1), prior_variance), variance_after[:, :-1]])
 
 
 def betting_bounds(cell: _Cell, confidence: float = CONFIDENCE, seed: int = 0
