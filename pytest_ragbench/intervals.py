@@ -366,8 +366,10 @@ def _two_values(cell: _Cell, confidence: float) -> CellInterval | None:
     mapped back onto [a, b]; the gate checks the more pessimistic of it and the betting
     bound, which unlike Clopper-Pearson does not assume that only a and b can occur. The
     bootstrap of such a cell is the bootstrap of a binomial count, whose BCa interval
-    jumps with the lattice of counts: for a score of 0.99 or 0 it covered 0.97-0.998 of
-    sessions depending on n and the share of zeros (``benchmarks/bench_intervals.py``),
+    jumps with the lattice of counts: for a score of 0.99 or 0 it covered between 0.95
+    and 0.995 of sessions depending on n and the share of zeros, above 0.985 in half the
+    settings, where this interval stays near 0.95 (exact sums in
+    ``benchmarks/bench_intervals.py``),
     and below 30 values Student's t misses near the ends as it does for 0/1 values.
     None for values that take more (or fewer) than two distinct values.
     """
