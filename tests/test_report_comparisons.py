@@ -317,3 +317,29 @@ def test_effect_size_needs_two_pairs_and_some_spread() -> None:
         {**one, "worse": True}, "before")
     assert "inf" not in shown and "nan" not in shown
     assert "d=n too small" in shown
+
+
+def test_report_html_shows_bounds_and_notes_never_inf_or_nan() -> None:
+    """The comparisons section of report.html (the terminal's rows, and a delta plot) for a
+    p below a double, identical systems and a single pair."""
+    import re
+
+    import numpy as np
+
+    from pytest_ragbench.report import html
+    from pytest_ragbench.report.compare import Pairs, evaluate
+
+    rng = np.random.default_rng(1)
+    b = list(rng.random(5000))
+    a = [x + d for x, d in zip(b, rng.normal(1.0, 1.0, 5000), strict=True)]
+    same = [0.2, 0.9, 0.4, 0.7, 0.5]
+    found = evaluate([Pairs("x_vs_y", "k", "token_f1", a=a, b=b, clusters=[None] * 5000),
+                      Pairs("x_vs_y", "k", "rouge_l", a=same, b=list(same), clusters=[None] * 5),
+                      Pairs("x_vs_y", "k", "bleu", a=[0.9], b=[0.1], clusters=[None])])
+    document = {"comparisons": {"x_vs_y": {"k": {c["metric"]: c for c in found}}}}
+    problems: list[str] = []
+    section = html.comparisons_section(document, html.Page(problems))
+    assert problems == []
+    text = re.sub(r"<[^>]+>", " ", section)
+    assert "&lt;1e-300" in text and "identical" in text and "n too small" in text
+    assert not re.search(r"\b(inf|nan|NaN)\b", text)
