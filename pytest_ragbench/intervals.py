@@ -12,8 +12,9 @@ The interval (``low``, ``high``, ``method``):
   of as many trials as there are clusters. A Bernoulli variable is the most spread-out one with
   that mean, so this is the honest worst case; only a metric without a known range keeps a
   point (no spread seen, none to assume);
-- values that take exactly two distinct values a < b (a score of 0.99 or 0, a grade of 50
-  or 100): the 0/1 interval of the share of b, mapped onto [a, b] (see :func:`_two_values`);
+- from :data:`BCA_MIN` clusters, values that take exactly two distinct values a < b (a
+  score of 0.99 or 0, a grade of 50 or 100): the 0/1 interval of the share of b, mapped
+  onto [a, b] (see :func:`_two_values`);
 - other values: Student's t with Hall's (1992) skewness correction, clipped to the metric's
   range, below :data:`BCA_MIN` clusters (plain t covers scores piled near 1, Beta(8, 1),
   90% of the time at n = 5; corrected 93%), and the BCa bootstrap from there
@@ -371,7 +372,10 @@ def _two_values(cell: _Cell, confidence: float) -> CellInterval | None:
     settings, where this interval stays near 0.95 (exact sums in
     ``benchmarks/bench_intervals.py``),
     and below 30 values Student's t misses near the ends as it does for 0/1 values.
-    None for values that take more (or fewer) than two distinct values.
+    None for values that take more (or fewer) than two distinct values. The caller uses it
+    from BCA_MIN clusters only: the interval never leaves [a, b], which is honest where 30
+    or more values all fell on two points (a two-valued metric), not for two or three
+    values of a continuous one that happen to differ (t, wide, covers those).
     """
     import numpy as np
 
@@ -478,7 +482,7 @@ def cell_intervals(cells: Sequence[CellData], confidence: float = CONFIDENCE,
             result = _proportion(cell, confidence)
         elif not cell.spread:
             result = _constant(cell, confidence)
-        elif (two := _two_values(cell, confidence)) is not None:
+        elif cell.groups >= BCA_MIN and (two := _two_values(cell, confidence)) is not None:
             result = two
         elif cell.groups < BCA_MIN:
             result = _t(cell, confidence)

@@ -312,10 +312,15 @@ def test_two_valued_scores_get_the_interval_of_their_share() -> None:
     assert (found.low, found.high) == (pytest.approx(0.99 * share[0]),
                                        pytest.approx(0.99 * share[1]))
     assert found.gate_method == "wilson+betting" and found.gate_low <= found.low
-    graded = cell_interval([50.0] * 7 + [100.0] * 3, low=0.0, high=100.0)
-    low, high = intervals.modified_wilson(0.3, 10)
+    graded = cell_interval([50.0] * 21 + [100.0] * 9, low=0.0, high=100.0)
+    low, high = intervals.modified_wilson(0.3, 30)
     assert (graded.low, graded.high) == (pytest.approx(50 + 50 * low),
                                          pytest.approx(50 + 50 * high))
+    # below 30 values two distinct values may be a continuous metric's: t, not held in [a, b]
+    for few in ([0.3, 0.8], [0.3] * 5 + [0.8] * 5):
+        found = cell_interval(few, low=0.0, high=1.0)
+        assert found.method == "t" and found.note is None
+    assert cell_interval([0.3, 0.8], low=0.0, high=1.0).low < 0.3
 
 
 @pytest.mark.parametrize("n", [40, 70, 120])
