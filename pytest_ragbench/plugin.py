@@ -259,7 +259,9 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
         return None  # BEIR queries are evaluation items only
     from pytest_ragbench.collect import BeirDataset, is_beir_folder
 
-    if not is_beir_folder(path) or not _locations(parent.config).is_case_folder(path):
+    where = _locations(parent.config)
+    if not is_beir_folder(path) or not (where.is_case_folder(path)
+                                        or where.holds_named_file(path)):
         return None
     return BeirDataset.from_parent(parent, path=path)
 

@@ -95,3 +95,26 @@ def test_a_system_independent_kind_keeps_its_row_among_several_systems() -> None
     assert [row[:3] for row in rows[1:]] == [["memory", "-", "recall"],
                                             ["vector", "dense", "answered"],
                                             ["vector", "bm25", "answered"]]
+
+
+def _ids(result: pytest.RunResult) -> list[str]:
+    return [line for line in result.outlines if "::" in line and not line.startswith(" ")]
+
+
+def test_every_item_runs_by_the_node_id_pytest_prints(pytester: pytest.Pytester) -> None:
+    """Alone and in one command line, in any order, as an IDE's runner passes them."""
+    project = _project(pytester)
+    flags = ("--ragbench", "-p", "no:cacheprovider")
+    ids = _ids(project.runpytest(*flags, "--collect-only", "-q"))
+    kinds = {nodeid.rpartition("::")[2].partition("[")[0] for nodeid in ids}
+    assert kinds == {"vector", "sql", "sql_ground_truth", "ragcsv", "beir"}
+    assert "test_cases/mini/qrels/test.tsv::beir[mini/q1]" in ids
+    for nodeid in ids:
+        assert _ids(project.runpytest(*flags, "--collect-only", "-q", nodeid)) == [nodeid]
+    together = project.runpytest(*flags, "--collect-only", "-q", *reversed(ids))
+    assert sorted(_ids(together)) == sorted(ids)
+    # run for real: the items that ask no model
+    chosen = [n for n in ids if "::sql_ground_truth[" in n or "::beir[" in n]
+    ran = project.runpytest_subprocess(*flags, *chosen)
+    ran.assert_outcomes(passed=2)
+    assert sorted(record["nodeid"] for record in project.items()) == sorted(chosen)
