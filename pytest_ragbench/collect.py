@@ -76,7 +76,10 @@ def _under(path: Path, folders: tuple[Path, ...]) -> bool:
 
 def is_beir_folder(path: Path) -> bool:
     """A BEIR dataset folder: corpus.jsonl, queries.jsonl and a qrels/ folder."""
-    return all((path / m).is_file() for m in BEIR_MARKERS) and (path / "qrels").is_dir()
+    try:
+        return all((path / m).is_file() for m in BEIR_MARKERS) and (path / "qrels").is_dir()
+    except OSError:  # a folder that cannot be searched holds no dataset we can read
+        return False
 
 
 def in_beir_folder(path: Path) -> bool:

@@ -183,8 +183,11 @@ def _kind_enabled(config: pytest.Config, kind: str) -> bool:
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """Never collect a report dir (its items.jsonl looks like cases), nor the label file."""
-    if (collection_path / REPORT_MARKER).is_file():  # any report dir written before
-        return True
+    try:
+        if (collection_path / REPORT_MARKER).is_file():  # any report dir written before
+            return True
+    except OSError:  # a folder that cannot be searched: skipped below with one warning
+        pass
     if CONFIG_KEY in config.stash:
         report_dir = config.stash[CONFIG_KEY].report_dir
         if collection_path == report_dir or report_dir in collection_path.parents:
@@ -201,7 +204,8 @@ def _seen(config: pytest.Config) -> Any:
     if SEEN_KEY not in config.stash:
         from pytest_ragbench.collect_guard import SeenPaths
 
-        config.stash[SEEN_KEY] = SeenPaths()
+        worker = getattr(config, "workerinput", {}).get("workerid")
+        config.stash[SEEN_KEY] = SeenPaths(warn=worker in (None, "gw0"))
     return config.stash[SEEN_KEY]
 
 
@@ -246,7 +250,13 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """Collect a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) as one dataset."""
+    """Collect a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) as one dataset.
+
+    In a case folder, a case file that is no regular file (a FIFO, a device, a link to
+    nothing), which pytest passes over in silence, is one warning.
+    """
+    if _locations(parent.config).is_case_folder(path):
+        _seen(parent.config).warn_special_files(path)
     if not _kind_enabled(parent.config, "beir"):
         if not get_config(parent.config).evaluate and path.name != "qrels" \
                 and _locations(parent.config).is_case_folder(path):
