@@ -117,6 +117,9 @@ INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
     # -- bounds on outside calls (issue 17) --
     ("ragbench_sql_timeout", "seconds one SQL statement (and connecting) may take before it "
      "is stopped and its item fails (default 30)", "string", "30"),
+    ("ragbench_junit_properties", "write each item's metrics and each check's numbers as "
+     "<properties> of its --junitxml <testcase> (outside the xunit2 schema, as pytest's "
+     "record_property is; default false)", "bool", False),
 )
 
 

@@ -384,8 +384,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def _add_junit_properties(item: pytest.Item, record: dict[str, Any]) -> None:
-    """Each metric as a ``<property>`` in --junitxml (via ``user_properties``)."""
-    if any(name == "ragbench.status" for name, _ in item.user_properties):
+    """Each metric as a ``<property>`` in --junitxml (via ``user_properties``), when asked.
+
+    Only with ini ``ragbench_junit_properties = true``: a ``<properties>`` element inside a
+    ``<testcase>`` is outside pytest's default xunit2 schema (as ``record_property`` is).
+    """
+    if not item.config.getini("ragbench_junit_properties") \
+            or any(name == "ragbench.status" for name, _ in item.user_properties):
         return
     item.user_properties.append(("ragbench.status", record["status"]))
     for name, value in sorted(record["metrics"].items()):
