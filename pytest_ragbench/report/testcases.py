@@ -182,21 +182,21 @@ class Reporters:
             if plugin_name in skip or (not pytest_own and _is_pytest_own(plugin)):
                 continue
             only = manager.subset_hook_caller(name, [p for p in plugins if p is not plugin])
-            self.guard(plugin_name, name, kwargs, functools.partial(only, **kwargs))
+            self.guard(f"the plugin {plugin_name!r}", name, kwargs,
+                       functools.partial(only, **kwargs))
 
-    def guard(self, plugin_name: str, hook: str, kwargs: dict[str, Any],
+    def guard(self, who: str, hook: str, kwargs: dict[str, Any],
               action: Callable[[], Any]) -> Any:
-        """Run ``action``; an exception becomes one problem line naming the plugin."""
+        """Run ``action``; an exception becomes one problem line naming ``who`` raised it."""
         try:
             return action()
         except Exception as exc:  # a reporter's bug must not cost the others the checks
-            if plugin_name not in self.failed:
-                self.failed.add(plugin_name)
+            if who not in self.failed:
+                self.failed.add(who)
                 nodeid = kwargs.get("nodeid") or getattr(kwargs.get("report"), "nodeid", "")
                 detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
-                self.problems.append(
-                    f"the plugin {plugin_name!r} raised {detail} in {hook} for {nodeid}; "
-                    "the other reporters got every check")
+                self.problems.append(f"{who} raised {detail} in {hook} for {nodeid}; the "
+                                     "other reporters got every check")
             return None
 
 
@@ -227,7 +227,8 @@ def _run(item: CheckItem, reporters: Reporters, counts: dict[tuple[str, str], in
         runtest = item.runtest if when == "call" else _nothing
         call = pytest.CallInfo.from_call(runtest, when=when,
                                          reraise=(pytest.exit.Exception, KeyboardInterrupt))
-        report = reporters.guard("pytest_runtest_makereport", "pytest_runtest_makereport", {},
+        report = reporters.guard("a plugin's report maker", "pytest_runtest_makereport",
+                                 {"nodeid": item.nodeid},
                                  functools.partial(config.hook.pytest_runtest_makereport,
                                                    item=item, call=call))
         if report is None:
