@@ -43,16 +43,28 @@ def _assert_junit_agrees(project: RagbenchProject, result: pytest.RunResult) -> 
 
 
 def test_pytest_sugar_shows_the_missed_gate(pytester: pytest.Pytester) -> None:
+    """sugar's progress bar indexes past its end once the tests outnumber the collected
+    items by a bar's step (a 10-block bar and 291 items: the first check), and raises
+    IndexError; a one-block bar reaches that with 30 items."""
     pytest.importorskip("pytest_sugar")
-    project = _missed_gate_project(pytester)
+    project = make_toy_project(pytester, 30, pyproject=GATES)
+    (project.path / "pytest-sugar.conf").write_text("[sugar]\nprogressbar_length = 1\n")
     result = project.runpytest_subprocess("--ragbench", "--junitxml=junit.xml",
                                           "-p", "sugar", "--force-sugar")
-    _assert_junit_agrees(project, result)
+    suite = _suite(project)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert (suite["failures"], suite["errors"], suite["tests"]) == ("1", "0", str(30 + 2))
     output = result.stdout.str()
     assert "pytest-sugar" in output  # sugar drew this run, not pytest's own reporter
     # sugar's failure block: the gate's name as its header, its line as the failure
     assert re.search(r"―+ gate\[toy\.token_f1\] ―+", output)
     assert "gate toy.token_f1 >= 0.99: MISSED (mean " in output
+    # its IndexError is one line naming it, and the run went on to the end
+    named = [line for line in result.outlines if line.startswith("ragbench: the plugin")]
+    assert named == ["ragbench: the plugin 'terminalreporter' (pytest_sugar) raised IndexError: "
+                     "string index out of range in pytest_runtest_logreport for "
+                     "ragbench::gate[toy.exact_match]; the other reporters got every check"]
+    assert "INTERNALERROR" not in output + result.stderr.str()
 
 
 def test_pytest_html_counts_the_checks_as_the_xml_does(pytester: pytest.Pytester) -> None:
@@ -129,7 +141,8 @@ def test_a_reporter_that_raises_costs_only_itself(pytester: pytest.Pytester,
     output = result.stdout.str()
     assert "6 passed, 1 warning, 1 gate passed, 1 gate missed in " in output.splitlines()[-1]
     # one line naming the plugin, however many checks it failed on
-    lines = [line for line in result.outlines if "the plugin 'broken-reporter' raised" in line]
+    named = "the plugin 'broken-reporter' (conftest) raised"
+    lines = [line for line in result.outlines if named in line]
     assert lines and all("IndexError: list index out of range in "
                          "pytest_runtest_logreport for ragbench::gate[" in line for line in lines)
     assert len({line.strip() for line in lines if line.startswith("ragbench:")}) == 1

@@ -182,8 +182,9 @@ class Reporters:
             if plugin_name in skip or (not pytest_own and _is_pytest_own(plugin)):
                 continue
             only = manager.subset_hook_caller(name, [p for p in plugins if p is not plugin])
-            self.guard(f"the plugin {plugin_name!r}", name, kwargs,
-                       functools.partial(only, **kwargs))
+            module = _module(plugin)
+            who = f"the plugin {plugin_name!r}" + (f" ({module})" if module != plugin_name else "")
+            self.guard(who, name, kwargs, functools.partial(only, **kwargs))
 
     def guard(self, who: str, hook: str, kwargs: dict[str, Any],
               action: Callable[[], Any]) -> Any:
@@ -200,10 +201,14 @@ class Reporters:
             return None
 
 
+def _module(plugin: object) -> str:
+    """The module a plugin comes from (pytest-sugar registers as ``terminalreporter``)."""
+    return plugin.__name__ if isinstance(plugin, types.ModuleType) else type(plugin).__module__
+
+
 def _is_pytest_own(plugin: object) -> bool:
     """A plugin of pytest itself (runner, capture, logging, the session...)."""
-    module = plugin.__name__ if isinstance(plugin, types.ModuleType) else type(plugin).__module__
-    return module.partition(".")[0] in ("_pytest", "pytest")
+    return _module(plugin).partition(".")[0] in ("_pytest", "pytest")
 
 
 def _run(item: CheckItem, reporters: Reporters, counts: dict[tuple[str, str], int]) -> bool:
