@@ -279,6 +279,7 @@ def emit(session: pytest.Session, document: dict[str, Any], results: Path, gated
         stats = getattr(terminal, "stats", None)
         if isinstance(stats, dict):
             stats.setdefault("failed", [])
+    _announce(config, len(checks))
     node = ChecksNode.from_parent(session, name="ragbench", nodeid="ragbench")
     with_properties = bool(config.getini(JUNIT_PROPERTIES_INI))
     reporters = Reporters(config, problems)
@@ -289,6 +290,17 @@ def emit(session: pytest.Session, document: dict[str, Any], results: Path, gated
             item.user_properties += [(k, "" if v is None else v) for k, v in check.properties]
         failed += _run(item, reporters, counts)
     return failed
+
+
+def _announce(config: pytest.Config, how_many: int) -> None:
+    """Add the checks to a terminal reporter's count of the collected items.
+
+    pytest-sugar draws its progress bar from ``tests_count``; the checks come after the items.
+    """
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    count = getattr(terminal, "tests_count", None)
+    if isinstance(count, int):
+        terminal.tests_count = count + how_many
 
 
 def teststatus(report: Any) -> tuple[str, str, str] | None:
