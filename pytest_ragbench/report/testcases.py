@@ -299,7 +299,7 @@ def _announce(config: pytest.Config, how_many: int) -> None:
     """
     terminal = config.pluginmanager.get_plugin("terminalreporter")
     count = getattr(terminal, "tests_count", None)
-    if isinstance(count, int):
+    if terminal is not None and isinstance(count, int):
         terminal.tests_count = count + how_many
 
 
