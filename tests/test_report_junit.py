@@ -7,11 +7,11 @@ the checks are sent from the controller at the end of the session, whatever ran 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import oracle_file
 from tests.helpers import XDIST_MODES
 from tests.project import RagbenchProject
 from tests.toy_project import make_toy_project
@@ -40,10 +40,11 @@ def _counts(last_line: str) -> dict[str, int]:
     return {words: int(n) for n, _, words in (part.partition(" ") for part in text.split(", "))}
 
 
-# The two junit-10.xsd schemas JUnit consumers validate against (../shared/oracles/junit-xsd,
-# see its SOURCES entry): pytest's own test suite checks xunit2 output with the first,
-# Jenkins' xunit plugin reads reports with the second.
-SCHEMAS = ("pytest-junit-10.xsd", "jenkins-junit-10.xsd")
+# The two junit-10.xsd schemas JUnit consumers validate against (tests/junit_xsd, its
+# README names their sources and license): pytest's own test suite checks xunit2 output
+# with the first, Jenkins' xunit plugin reads reports with the second.
+SCHEMAS = [Path(__file__).parent / "junit_xsd" / name
+           for name in ("pytest-junit-10.xsd", "jenkins-junit-10.xsd")]
 FAILING = ("failed", "gate missed", "gates missed", "threshold missed", "thresholds missed",
            "judged metric unscored", "judged metrics unscored", "regression", "regressions")
 
@@ -52,8 +53,9 @@ FAILING = ("failed", "gate missed", "gates missed", "threshold missed", "thresho
 def test_the_xml_validates_and_its_counts_are_the_last_lines(
         pytester: pytest.Pytester, mode: tuple[str, ...]) -> None:
     """Items that pass and fail, a broken record, a missed, a held and an unchecked gate."""
-    xmlschema = pytest.importorskip("xmlschema")
-    schemas = [xmlschema.XMLSchema(str(oracle_file("junit-xsd", name))) for name in SCHEMAS]
+    import xmlschema  # the dev extra
+
+    schemas = [xmlschema.XMLSchema(str(path)) for path in SCHEMAS]
     gates = GATES.format(bound=0.99) + '"toy.faithfulness" = 0.5\n'
     failing = {"id": "strict", "kind": "toy", "question": "Which team won?",
                "ground_truth": "Celtics", "thresholds": {"exact_match": 1}}
