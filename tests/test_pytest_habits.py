@@ -4,10 +4,17 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_ragbench.report.terminal import metrics_rows
+from tests.conftest import oracle_file
 from tests.helpers import XDIST_MODES
 from tests.project import RagbenchProject
 
@@ -118,3 +125,53 @@ def test_every_item_runs_by_the_node_id_pytest_prints(pytester: pytest.Pytester)
     ran = project.runpytest_subprocess(*flags, *chosen)
     ran.assert_outcomes(passed=2)
     assert sorted(record["nodeid"] for record in project.items()) == sorted(chosen)
+
+
+def _vscode_messages(pipe: Path) -> list[dict[str, Any]]:
+    """The JSON-RPC payloads vscode_pytest wrote to its result pipe (here a plain file)."""
+    raw = pipe.read_bytes().decode("utf-8")  # its headers end in \r\n
+    parts = re.split(r"content-length: \d+\r\ncontent-type: application/json\r\n\r\n", raw)
+    return [json.loads(part)["params"] for part in parts if part.strip()]
+
+
+def _vscode_run_ids(node: dict[str, Any], base: str) -> list[str]:
+    """The ids VS Code's tree holds for the tests, as it passes them back to run them."""
+    if node.get("type_") == "test":
+        return [str(Path(base, node["runID"]))]
+    return [nodeid for child in node.get("children", []) for nodeid in _vscode_run_ids(child, base)]
+
+
+def test_vscode_runner_runs_the_ids_it_discovered(
+        pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """VS Code's own plugin (microsoft/vscode-python ``python_files/vscode_pytest``, an
+    oracle beside the repository, never committed): its discovery, then a run of the
+    discovered ids through its run script, as the Test Explorer does, a BEIR id among them."""
+    plugin = tmp_path_factory.mktemp("vscode") / "vscode_pytest"
+    shutil.copytree(oracle_file("vscode-python", "vscode_pytest"), plugin)
+    project = _project(pytester)
+    pipes = tmp_path_factory.mktemp("pipes")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plugin.parent),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    flags = ("-p", "no:cacheprovider", "--ragbench")
+    monkeypatch.setenv("TEST_RUN_PIPE", str(pipes / "discovery"))
+    project.runpytest_subprocess("-p", "vscode_pytest", *flags, "--collect-only")
+    [discovery] = _vscode_messages(pipes / "discovery")
+    assert discovery["status"] == "success" and not discovery["error"]
+    discovered = _vscode_run_ids(discovery["tests"], discovery["pathBase"])
+    beir = str(project.path / "test_cases/mini/qrels/test.tsv") + "::beir[mini/q1]"
+    assert beir in discovered and len(discovered) == 6
+    # the items that ask no model: the BEIR query first, as in the run it once aborted
+    chosen = [beir, *(n for n in discovered if "::sql_ground_truth[" in n)]
+    (pipes / "ids").write_text("\n".join(chosen) + "\n", encoding="utf-8")
+    monkeypatch.setenv("TEST_RUN_PIPE", str(pipes / "run"))
+    monkeypatch.setenv("RUN_TEST_IDS_PIPE", str(pipes / "ids"))
+    ran = pytester.run(sys.executable, plugin / "run_pytest_script.py",
+                       f"--rootdir={project.path}", *flags)
+    outcomes = {nodeid: result["outcome"] for message in _vscode_messages(pipes / "run")
+                for nodeid, result in (message.get("result") or {}).items()}
+    # (the script ignores pytest's exit code: the outcomes it sent are the check)
+    assert {n: outcomes.get(n) for n in chosen} == dict.fromkeys(chosen, "success"), \
+        ran.stdout.str()
+    # the session's checks reach it too, under the session-level node (README)
+    assert outcomes[f"{project.path}::gate[sql_ground_truth.match]"] == "skipped"
