@@ -42,7 +42,9 @@ def _assert_junit_agrees(project: RagbenchProject, result: pytest.RunResult) -> 
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
-def test_pytest_sugar_shows_the_missed_gate(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("mode", [(), ("-n", "2")], ids=["plain", "n2"])
+def test_pytest_sugar_shows_the_missed_gate(pytester: pytest.Pytester,
+                                            mode: tuple[str, ...]) -> None:
     """sugar draws its progress bar from the collected count; told nothing of the checks,
     its bar indexed past its end once they outnumbered a bar's step (a 10-block bar and 291
     items: the first check) and raised IndexError. A one-block bar reaches that with 30."""
@@ -50,7 +52,7 @@ def test_pytest_sugar_shows_the_missed_gate(pytester: pytest.Pytester) -> None:
     project = make_toy_project(pytester, 30, pyproject=GATES)
     (project.path / "pytest-sugar.conf").write_text("[sugar]\nprogressbar_length = 1\n")
     result = project.runpytest_subprocess("--ragbench", "--junitxml=junit.xml",
-                                          "-p", "sugar", "--force-sugar")
+                                          "-p", "sugar", "--force-sugar", *mode)
     suite = _suite(project)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert (suite["failures"], suite["errors"], suite["tests"]) == ("1", "0", str(30 + 2))
