@@ -279,10 +279,10 @@ def emit(session: pytest.Session, document: dict[str, Any], results: Path, gated
         stats = getattr(terminal, "stats", None)
         if isinstance(stats, dict):
             stats.setdefault("failed", [])
-    _announce(config, len(checks))
+    reporters = Reporters(config, problems)
+    _announce(config, len(checks), reporters)
     node = ChecksNode.from_parent(session, name="ragbench", nodeid="ragbench")
     with_properties = bool(config.getini(JUNIT_PROPERTIES_INI))
-    reporters = Reporters(config, problems)
     failed = 0
     for check in checks:
         item = CheckItem.from_parent(node, name=check.name, check=check, results=results)
@@ -292,15 +292,21 @@ def emit(session: pytest.Session, document: dict[str, Any], results: Path, gated
     return failed
 
 
-def _announce(config: pytest.Config, how_many: int) -> None:
-    """Add the checks to a terminal reporter's count of the collected items.
+def _announce(config: pytest.Config, how_many: int, reporters: Reporters) -> None:
+    """Add the checks to the counts of collected items that reporters announced.
 
-    pytest-sugar draws its progress bar from ``tests_count``; the checks come after the items.
+    pytest-sugar draws its progress bar from ``tests_count``; teamcity-messages sent
+    ``testCount`` for the items, and PyCharm adds each ``testCount`` to its total.
     """
     terminal = config.pluginmanager.get_plugin("terminalreporter")
     count = getattr(terminal, "tests_count", None)
     if terminal is not None and isinstance(count, int):
         terminal.tests_count = count + how_many
+    messages = getattr(getattr(config, "_teamcityReporting", None), "teamcity", None)
+    test_count = getattr(messages, "testCount", None)
+    if callable(test_count):
+        reporters.guard("teamcity-messages", "testCount", {},
+                        functools.partial(test_count, how_many))
 
 
 def teststatus(report: Any) -> tuple[str, str, str] | None:
