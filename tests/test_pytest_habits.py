@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.report.terminal import metrics_rows
-from tests.conftest import oracle_file
 from tests.helpers import XDIST_MODES
 from tests.project import RagbenchProject
 
@@ -144,11 +143,11 @@ def _vscode_run_ids(node: dict[str, Any], base: str) -> list[str]:
 def test_vscode_runner_runs_the_ids_it_discovered(
         pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """VS Code's own plugin (microsoft/vscode-python ``python_files/vscode_pytest``, an
-    oracle beside the repository, never committed): its discovery, then a run of the
-    discovered ids through its run script, as the Test Explorer does, a BEIR id among them."""
+    """VS Code's own plugin (microsoft/vscode-python ``python_files/vscode_pytest``, kept
+    under tests/vendor/): its discovery, then a run of the discovered ids through its run
+    script, as the Test Explorer does, a BEIR id among them."""
     plugin = tmp_path_factory.mktemp("vscode") / "vscode_pytest"
-    shutil.copytree(oracle_file("vscode-python", "vscode_pytest"), plugin)
+    shutil.copytree(Path(__file__).parent / "vendor" / "vscode_pytest", plugin)
     project = _project(pytester)
     pipes = tmp_path_factory.mktemp("pipes")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plugin.parent),
