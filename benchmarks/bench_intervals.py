@@ -22,7 +22,13 @@ what ``results.json`` holds for a metric cell), on sessions drawn with a fixed s
    BCa for continuous scores by n, and how often each lower bound lies above the true
    mean: the reason the report corrects t for skewness and switches to BCa at n = 30
    (``intervals.BCA_MIN``).
-4. Wilson against the report's 0/1 interval, exactly (binomial sums, no simulation) over a
+4. a skewed two-valued score, 0.99 or 0 (0 for a share q of the items), at n = 40, 70 and
+   120, exactly (a binomial sum over the number of zeros): the report's interval (the 0/1
+   interval of the share of 0.99, ``intervals``' two-value rule) against BCa (ties with
+   the estimate counted within a relative 1e-12, so its interval no longer depends on the
+   cells batched beside it); the aim is [0.92, 0.99]. Where no 0 was drawn the cell does
+   not vary and both get the no-spread interval (the Bernoulli worst case over [0, 1]).
+5. Wilson against the report's 0/1 interval, exactly (binomial sums, no simulation) over a
    grid of p in [0.005, 0.995] for every n from 5 to 100: the lowest coverage and the share
    of (n, p) in [0.92, 0.99]. Brown, Cai & DasGupta's Poisson bounds at 1-2 successes or
    failures remove Wilson's dips near 0 and 1.
@@ -116,6 +122,40 @@ def t_against_bca(sessions: int, resamples: int
                 float(np.mean(low > mean)),
                 float(np.mean([c.low > mean for c in corrected])),
                 float(np.mean([c.low > mean for c in bca])))
+    return out
+
+
+SKEWED_SIZES = (40, 70, 120)
+SKEWED_ZEROS = (0.01, 0.02, 0.03, 0.05, 0.1, 0.2)
+
+
+def skewed_two_values(resamples: int) -> dict[tuple[float, int], tuple[float, float]]:
+    """Exact coverage of the report's interval and of BCa for a score of 0.99 or 0.
+
+    A session's cell is fixed by its number k of zeros, so the coverage is the binomial
+    sum over k of whether the cell with k zeros holds the mean (no simulation; BCa's own
+    resamples are seeded).
+    """
+    from scipy import stats as sps
+
+    out = {}
+    for n in SKEWED_SIZES:
+        cells = [[0.99] * (n - k) + [0.0] * k for k in range(n + 1)]
+        shown = intervals.cell_intervals([intervals.CellData(c, None, 0.0, 1.0)
+                                          for c in cells], n_resamples=resamples, seed=SEED)
+        # without the two-value rule: BCa where both values occur (0 < k < n), else the
+        # same no-spread interval (Bernoulli worst case)
+        bca = stats.batch_bootstrap_ci(cells[1:n], n_resamples=resamples, seed=SEED)
+        before = [(shown[0].low, shown[0].high), *((c.low, c.high) for c in bca),
+                  (shown[n].low, shown[n].high)]
+        for zeros in SKEWED_ZEROS:
+            mean = 0.99 * (1 - zeros)
+            weights = sps.binom.pmf(np.arange(n + 1), n, zeros)
+            out[(zeros, n)] = (
+                float(sum(w for w, c in zip(weights, shown, strict=True)
+                          if c.low <= mean <= c.high)),  # type: ignore[operator]
+                float(sum(w for w, (low, high) in zip(weights, before, strict=True)
+                          if low <= mean <= high)))
     return out
 
 
@@ -214,6 +254,20 @@ def main() -> None:
     print_table("coverage of plain t, skew-corrected t (Hall) and BCa for continuous scores, "
                 "and how often the lower bound is above the true mean (aim 2.5%); the report "
                 "uses Hall's t below n=30, BCa from there", rows)
+
+    skewed = skewed_two_values(args.resamples)
+    rows = [["share of zeros", *(f"n={n} report / BCa" for n in SKEWED_SIZES)]]
+    for zeros in SKEWED_ZEROS:
+        cells = []
+        for n in SKEWED_SIZES:
+            shown, bca = skewed[(zeros, n)]
+            flag = "" if 0.92 <= shown <= 0.99 else "!"
+            cells.append(f"{shown:.3f}{flag} / {bca:.3f}")
+        rows.append([f"{zeros:g}", *cells])
+    print_table("a score of 0.99 or 0, exact coverage (a binomial sum over the number of "
+                "zeros) of the report's interval (two values: the 0/1 interval of the share "
+                "of 0.99; ! outside [0.92, 0.99]) and of BCa with ties counted within 1e-12",
+                rows)
 
     print_table("0/1 metrics, exact coverage over p = 0.005 ... 0.995 for every n in the "
                 "range: Wilson against the report's (Wilson with Poisson bounds at 1-2 "

@@ -60,6 +60,15 @@ class CaseLocations:
         return any(_under(p, self.roots) or _under(p, self.cli_dirs)
                    for p in (path.absolute(), path.resolve()))
 
+    def holds_named_file(self, folder: Path) -> bool:
+        """True when a file named on the command line lies inside ``folder``.
+
+        A BEIR item's node id names its qrels file: the dataset folder is collected for it
+        even outside the case paths.
+        """
+        resolved = folder.resolve()
+        return any(resolved in f.parents for f in self.explicit_files)
+
 
 def _under(path: Path, folders: tuple[Path, ...]) -> bool:
     return any(path == f or f in path.parents for f in folders)
@@ -67,7 +76,10 @@ def _under(path: Path, folders: tuple[Path, ...]) -> bool:
 
 def is_beir_folder(path: Path) -> bool:
     """A BEIR dataset folder: corpus.jsonl, queries.jsonl and a qrels/ folder."""
-    return all((path / m).is_file() for m in BEIR_MARKERS) and (path / "qrels").is_dir()
+    try:
+        return all((path / m).is_file() for m in BEIR_MARKERS) and (path / "qrels").is_dir()
+    except OSError:  # a folder that cannot be searched holds no dataset we can read
+        return False
 
 
 def in_beir_folder(path: Path) -> bool:
@@ -230,7 +242,23 @@ class BeirDataset(pytest.Directory):
                               field="qrels")
             yield InvalidCaseItem.create(self, error, "beir", safe_label(self.path.name))
             return
-        yield BeirQrels.from_parent(self, path=self.path / "qrels" / f"{split}.tsv")
+        yield BeirQrelsFolder.from_parent(self, path=self.path / "qrels", split=split)
+
+
+class BeirQrelsFolder(pytest.Directory):
+    """The ``qrels/`` folder of a BEIR dataset, holding the split that is collected.
+
+    A level of its own in the collection tree, as the folder is in the node id: pytest
+    resolves ``<dataset>/qrels/test.tsv::beir[...]`` one path part at a time.
+    """
+
+    def __init__(self, *, split: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.split = split
+
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        """Yield the qrels file of the split."""
+        yield BeirQrels.from_parent(self, path=self.path / f"{self.split}.tsv")
 
 
 class BeirQrels(pytest.File):

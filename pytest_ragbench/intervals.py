@@ -12,6 +12,9 @@ The interval (``low``, ``high``, ``method``):
   of as many trials as there are clusters. A Bernoulli variable is the most spread-out one with
   that mean, so this is the honest worst case; only a metric without a known range keeps a
   point (no spread seen, none to assume);
+- from :data:`BCA_MIN` clusters, values that take exactly two distinct values a < b (a
+  score of 0.99 or 0, a grade of 50 or 100): the 0/1 interval of the share of b, mapped
+  onto [a, b] (see :func:`_two_values`);
 - other values: Student's t with Hall's (1992) skewness correction, clipped to the metric's
   range, below :data:`BCA_MIN` clusters (plain t covers scores piled near 1, Beta(8, 1),
   90% of the time at n = 5; corrected 93%), and the BCa bootstrap from there
@@ -42,7 +45,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from dataclasses import asdict, dataclass
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_ragbench import stats
@@ -57,6 +61,7 @@ BCA_MIN = 30
 N_TOO_SMALL = "n too small"
 NO_SPREAD = "no spread: Wilson interval of the rescaled mean (Bernoulli worst case)"
 NO_RANGE = "no spread and no known range: a point"
+TWO_VALUES = "two values: Wilson interval of the share of the higher one"
 
 
 @dataclass(frozen=True)
@@ -158,15 +163,9 @@ def prepare(cell: CellData) -> _Cell:
 # ---------------------------------------------------------------- closed forms
 
 
-def _z(confidence: float) -> float:
-    from scipy.special import ndtri
-
-    return float(ndtri((1 + confidence) / 2))
-
-
 def wilson(p: float, n: float, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Wilson's score interval of a proportion ``p`` seen in ``n`` (maybe effective) trials."""
-    z = _z(confidence)
+    z = stats._z(confidence)
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / denominator
@@ -226,7 +225,7 @@ def _df_factor(groups: int, confidence: float) -> float:
 
     if groups < 2:
         return 1.0
-    return (_z(confidence) / float(stdtrit(groups - 1, (1 + confidence) / 2))) ** 2
+    return (stats._z(confidence) / float(stdtrit(groups - 1, (1 + confidence) / 2))) ** 2
 
 
 def _rescale(cell: _Cell, bounds: tuple[float, float]) -> tuple[float, float]:
@@ -301,25 +300,44 @@ def betting_lower(values: np.ndarray, alpha: float, seed: int = 0) -> float:
     n = values.size
     rng = np.random.default_rng(seed)
     x = values[np.stack([rng.permutation(n) for _ in range(BETTING_ORDERS)])]
-    steps = np.arange(1, n + 1)
-    # predictable estimates of the mean and variance from the values before each one
-    mean_after = (0.5 + np.cumsum(x, axis=1)) / (steps + 1)
-    mean_before = np.hstack([np.full((x.shape[0], 1), 0.5), mean_after[:, :-1]])
-    variance_after = (0.25 + np.cumsum((x - mean_before) ** 2, axis=1)) / (steps + 1)
-    variance_before = np.hstack([np.full((x.shape[0], 1), 0.25), variance_after[:, :-1]])
-    bets = np.sqrt(2 * math.log(1 / alpha) / (n * variance_before))
+    # predictable estimates of the variance from the values before each one
+    bets = np.sqrt(2 * math.log(1 / alpha) / (n * _predictable(x, 0.5, 0.25)))
+    return _largest_rejected(x, bets, 0.0, alpha, float(values.mean()))
+
+
+def _largest_rejected(x: np.ndarray, bets: np.ndarray, floor: float | np.ndarray,
+                      alpha: float, high: float) -> float:
+    """The largest m in [0, high] whose averaged betting capital reaches 1/alpha (bisection).
+
+    ``x`` holds each order's values (orders × n), ``bets`` the predictable bets on them and
+    ``floor`` the lowest value each could take: a stake is at most 3/4 of what keeps the
+    capital positive, ``BETTING_TRUNCATION / (m - floor)``.
+    """
+    import numpy as np
+
     threshold = math.log(1 / alpha) + math.log(x.shape[0])  # log(orders / alpha)
-    low, high = 0.0, float(values.mean())
+    low = 0.0
     for _ in range(30):
         m = (low + high) / 2
         if m <= 0.0:
             break
-        stake = np.minimum(bets, BETTING_TRUNCATION / m)
+        stake = np.minimum(bets, BETTING_TRUNCATION / (m - floor))
         log_capital = np.log1p(stake * (x - m)).sum(axis=1)
         peak = float(log_capital.max())
         rejected = peak + math.log(float(np.exp(log_capital - peak).sum())) >= threshold
         low, high = (m, high) if rejected else (low, m)
     return low
+
+
+def _predictable(x: np.ndarray, prior_mean: float, prior_variance: float) -> np.ndarray:
+    """Each value's variance estimate from the values before it (one prior pseudo-value)."""
+    import numpy as np
+
+    steps = np.arange(1, x.shape[1] + 1)
+    mean_after = (prior_mean + np.cumsum(x, axis=1)) / (steps + 1)
+    mean_before = np.hstack([np.full((x.shape[0], 1), prior_mean), mean_after[:, :-1]])
+    variance_after = (prior_variance + np.cumsum((x - mean_before) ** 2, axis=1)) / (steps + 1)
+    return np.hstack([np.full((x.shape[0], 1), prior_variance), variance_after[:, :-1]])
 
 
 def betting_bounds(cell: _Cell, confidence: float = CONFIDENCE, seed: int = 0
@@ -340,6 +358,40 @@ def betting_bounds(cell: _Cell, confidence: float = CONFIDENCE, seed: int = 0
     low = betting_lower(unit, alpha, seed)
     high = 1.0 - betting_lower(1.0 - unit, alpha, seed)
     return cell.low + low * width, cell.low + high * width
+
+
+def _two_values(cell: _Cell, confidence: float) -> CellInterval | None:
+    """Values that take exactly two distinct values a < b: a proportion in disguise.
+
+    The share of b gets the 0/1 interval (modified Wilson, effective n with clusters),
+    mapped back onto [a, b]; the gate checks the more pessimistic of it and the betting
+    bound, which unlike Clopper-Pearson does not assume that only a and b can occur. The
+    bootstrap of such a cell is the bootstrap of a binomial count, whose BCa interval
+    jumps with the lattice of counts: for a score of 0.99 or 0 it covered between 0.95
+    and 0.995 of sessions depending on n and the share of zeros, above 0.985 in half the
+    settings, where this interval stays near 0.95 (exact sums in
+    ``benchmarks/bench_intervals.py``),
+    and below 30 values Student's t misses near the ends as it does for 0/1 values.
+    None for values that take more (or fewer) than two distinct values. The caller uses it
+    from BCA_MIN clusters only: the interval never leaves [a, b], which is honest where 30
+    or more values all fell on two points (a two-valued metric), not for two or three
+    values of a continuous one that happen to differ (t, wide, covers those).
+    """
+    import numpy as np
+
+    distinct = np.unique(cell.values)
+    if distinct.size != 2:
+        return None
+    a, b = float(distinct[0]), float(distinct[1])
+    width = b - a
+    unit = replace(cell, values=(cell.values - a) / width,
+                   sums=(cell.sums - a * cell.sizes) / width, mean=(cell.mean - a) / width,
+                   variance=cell.variance / width**2, low=0.0, high=1.0)
+    share = _proportion(unit, confidence)
+    assert share.low is not None and share.high is not None
+    found = _with_gate(cell, a + width * share.low, a + width * share.high, "wilson",
+                       confidence)
+    return replace(found, note=TWO_VALUES)
 
 
 def _with_gate(cell: _Cell, low: float, high: float, method: str, confidence: float
@@ -430,13 +482,15 @@ def cell_intervals(cells: Sequence[CellData], confidence: float = CONFIDENCE,
             result = _proportion(cell, confidence)
         elif not cell.spread:
             result = _constant(cell, confidence)
+        elif cell.groups >= BCA_MIN and (two := _two_values(cell, confidence)) is not None:
+            result = two
         elif cell.groups < BCA_MIN:
             result = _t(cell, confidence)
         else:
             result = None
             blocks.setdefault((cell.groups, cell.clustered), []).append(i)
         results.append(result)
-    with stats._single_threaded_blas():
+    with stats._single_threaded_blas() if blocks else nullcontext():
         for (groups, clustered), members in sorted(blocks.items()):
             rng = np.random.default_rng((seed, groups, int(clustered)))
             sums = np.column_stack([prepared[i].sums for i in members])
@@ -445,14 +499,31 @@ def cell_intervals(cells: Sequence[CellData], confidence: float = CONFIDENCE,
             theta = influence = None
             if clustered:
                 assert sizes is not None
-                theta = sums.sum(axis=0) / sizes.sum(axis=0)
-                left_out = (sums.sum(axis=0) - sums) / (sizes.sum(axis=0) - sizes)
-                influence = left_out.mean(axis=0) - left_out
+                # column by column, so that a cell's numbers do not depend on its block
+                total = np.array([column.sum() for column in sums.T])
+                count = np.array([column.sum() for column in sizes.T])
+                theta = total / count
+                left_out = (total - sums) / (count - sizes)
+                influence = np.array([c.mean() for c in left_out.T]) - left_out
             found = stats._intervals(sums, means, confidence, "bca", theta, influence)
             for i, interval in zip(members, found, strict=True):
                 results[i] = _with_gate(prepared[i], interval.low, interval.high,
                                         interval.method, confidence)
     return [r for r in results if r is not None]
+
+
+def proportion_interval(successes: int, n: int, confidence: float = CONFIDENCE
+                        ) -> tuple[float | None, float | None]:
+    """The interval of a share of ``successes`` in ``n`` independent trials, as a pass rate's.
+
+    The cell interval of ``successes`` ones and ``n - successes`` zeros: modified Wilson
+    (:func:`modified_wilson`), ``(None, None)`` below 2 trials.
+    """
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must lie in [0, n], got {successes} of {n}")
+    found = cell_interval([1.0] * successes + [0.0] * (n - successes), low=0.0, high=1.0,
+                          confidence=confidence) if n else CellInterval()
+    return found.low, found.high
 
 
 def cell_interval(values: Sequence[float], clusters: Sequence[Hashable | None] | None = None,

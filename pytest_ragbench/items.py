@@ -30,8 +30,19 @@ from pytest_ragbench.system.fixtures import ANSWER_REQUEST, without_answer_from
 from pytest_ragbench.system.protocols import AnswerRequest
 
 
-class CaseFailed(Exception):
-    """An item missed a threshold or a check; the message is the evidence."""
+class CaseFailed(AssertionError):
+    """An item missed a threshold or a check; the message is the evidence.
+
+    An assertion failure, as a failed ``assert`` is: reporters that tell a failed test from
+    a broken one (allure-pytest) file it as failed.
+    """
+
+
+class CaseBroken(Exception):
+    """The evaluation itself failed (the system, the database, a model call); the message says why.
+
+    The item's record is an ``error``: reporters that tell the two apart show it as broken.
+    """
 
 
 class RagbenchWarning(UserWarning):
@@ -268,7 +279,7 @@ class CaseItem(pytest.Function):
         except RagbenchError as exc:
             self.record = self._record("error", time.perf_counter() - start, error=str(exc),
                                        context=context)
-            raise CaseFailed(self._evidence_text(str(exc), {})) from None
+            raise CaseBroken(self._evidence_text(str(exc), {})) from None
         outcome = with_stream_timings(outcome, context, self.item_kind)
         limits = thresholds_mod.for_metrics(limits, [*outcome.metrics, *outcome.unscored])
         outcome = _settle_inconclusive(outcome, limits, config.inconclusive)
@@ -349,7 +360,7 @@ class CaseItem(pytest.Function):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> Any:
         """Show the evidence for our own failures, a normal traceback for anything else."""
-        if isinstance(excinfo.value, CaseFailed | RagbenchError):
+        if isinstance(excinfo.value, CaseFailed | CaseBroken | RagbenchError):
             where = f"case: {self.location[0]}:{self.case.line}"
             return f"{excinfo.value}\n{where}"
         return super().repr_failure(excinfo)

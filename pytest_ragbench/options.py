@@ -130,18 +130,21 @@ INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
      "(default: the system's top_k, else the number of contexts it returned)", "string", ""),
     ("ragbench_sql_timeout", "seconds one SQL statement (and connecting) may take before it "
      "is stopped and its item fails (default 30)", "string", "30"),
-   # -- the RAG service of --ragbench-system-url --
-   ("ragbench_system_request", 'its JSON request body, with "{question}" and "{history}" '
-    '(default {"question": "{question}", "history": "{history}"})', "string", ""),
-   ("ragbench_system_answer", "JMESPath to the answer text in its reply (default answer)",
-    "string", ""),
-   ("ragbench_system_contexts", "JMESPath to its contexts (objects with id, text, score, "
-    "source, metadata; default contexts)", "string", ""),
-   ("ragbench_system_headers", "request headers as 'Name = ENV_VAR' lines (values from the "
-    "environment, never written anywhere)", "linelist", []),
+    # -- the RAG service of --ragbench-system-url --
+    ("ragbench_system_request", 'its JSON request body, with "{question}" and "{history}" '
+     '(default {"question": "{question}", "history": "{history}"})', "string", ""),
+    ("ragbench_system_answer", "JMESPath to the answer text in its reply (default answer)",
+     "string", ""),
+    ("ragbench_system_contexts", "JMESPath to its contexts (objects with id, text, score, "
+     "source, metadata; default contexts)", "string", ""),
+    ("ragbench_system_headers", "request headers as 'Name = ENV_VAR' lines (values from the "
+     "environment, never written anywhere)", "linelist", []),
     ("ragbench_max_reply_bytes", "model replies (and other texts of a record) are stored cut "
      "to this many bytes, the cut noted (default 1000000; suffixes kB, MB, KiB, MiB)",
      "string", "1000000"),
+    ("ragbench_junit_properties", "write each item's metrics and each check's numbers as "
+     "<properties> of its --junitxml <testcase> (outside the xunit2 schema, as pytest's "
+     "record_property is; default false)", "bool", False),
 )
 
 

@@ -184,8 +184,11 @@ def _kind_enabled(config: pytest.Config, kind: str) -> bool:
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """Never collect a report dir (its items.jsonl looks like cases), nor the label file."""
-    if (collection_path / REPORT_MARKER).is_file():  # any report dir written before
-        return True
+    try:
+        if (collection_path / REPORT_MARKER).is_file():  # any report dir written before
+            return True
+    except OSError:  # a folder that cannot be searched: skipped below with one warning
+        pass
     if CONFIG_KEY in config.stash:
         report_dir = config.stash[CONFIG_KEY].report_dir
         if collection_path == report_dir or report_dir in collection_path.parents:
@@ -202,7 +205,8 @@ def _seen(config: pytest.Config) -> Any:
     if SEEN_KEY not in config.stash:
         from pytest_ragbench.collect_guard import SeenPaths
 
-        config.stash[SEEN_KEY] = SeenPaths()
+        worker = getattr(config, "workerinput", {}).get("workerid")
+        config.stash[SEEN_KEY] = SeenPaths(warn=worker in (None, "gw0"))
     return config.stash[SEEN_KEY]
 
 
@@ -247,7 +251,13 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """Collect a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) as one dataset."""
+    """Collect a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) as one dataset.
+
+    In a case folder, a case file that is no regular file (a FIFO, a device, a link to
+    nothing), which pytest passes over in silence, is one warning.
+    """
+    if _locations(parent.config).is_case_folder(path):
+        _seen(parent.config).warn_special_files(path)
     if not _kind_enabled(parent.config, "beir"):
         if not get_config(parent.config).evaluate and path.name != "qrels" \
                 and _locations(parent.config).is_case_folder(path):
@@ -260,7 +270,9 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
         return None  # BEIR queries are evaluation items only
     from pytest_ragbench.collect import BeirDataset, is_beir_folder
 
-    if not is_beir_folder(path) or not _locations(parent.config).is_case_folder(path):
+    where = _locations(parent.config)
+    if not is_beir_folder(path) or not (where.is_case_folder(path)
+                                        or where.holds_named_file(path)):
         return None
     return BeirDataset.from_parent(parent, path=path)
 
@@ -405,8 +417,13 @@ def _scrub_report(report: pytest.TestReport) -> None:
 
 
 def _add_junit_properties(item: pytest.Item, record: dict[str, Any]) -> None:
-    """Each metric as a ``<property>`` in --junitxml (via ``user_properties``)."""
-    if any(name == "ragbench.status" for name, _ in item.user_properties):
+    """Each metric as a ``<property>`` in --junitxml (via ``user_properties``), when asked.
+
+    Only with ini ``ragbench_junit_properties = true``: a ``<properties>`` element inside a
+    ``<testcase>`` is outside pytest's default xunit2 schema (as ``record_property`` is).
+    """
+    if not item.config.getini("ragbench_junit_properties") \
+            or any(name == "ragbench.status" for name, _ in item.user_properties):
         return
     item.user_properties.append(("ragbench.status", record["status"]))
     for name, value in sorted(record["metrics"].items()):

@@ -39,6 +39,21 @@ def _runs_do_not_inherit_the_outer_environment(monkeypatch: pytest.MonkeyPatch) 
         monkeypatch.delenv(name, raising=False)
 
 
+# A run of pytest inside a test keeps pytest's own terminal reporter, whose lines the tests
+# read: pytest-sugar replaces it in any run on a terminal (a pseudo-terminal test's, or an
+# in-process run once an outer run on a terminal switched sugar on). A test that exercises
+# sugar passes ``-p sugar`` (a later ``-p`` unblocks it).
+NO_SUGAR = "-p no:sugar"
+
+
+@pytest.fixture(autouse=True)
+def _runs_keep_pytests_own_reporter(request: pytest.FixtureRequest,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    if "pytester" in request.fixturenames:
+        request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when it is made
+    monkeypatch.setenv("PYTEST_ADDOPTS", NO_SUGAR)
+
+
 def oracle_file(*parts: str) -> Path:
     """Return a path under ../shared/oracles, skipping (or failing in CI) when absent.
 

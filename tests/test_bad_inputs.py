@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -526,6 +528,68 @@ def test_an_unreadable_folder_is_one_warning(project: RagbenchProject,
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*UnreadableFolderWarning: ragbench: cannot list "
                                  f"{locked} (Permission denied): its cases are not collected"])
+
+
+def _without_file_capabilities(pytester: pytest.Pytester, probe: Path) -> tuple[str, ...]:
+    """The command prefix that runs pytest as the OS treats a user, or a skip saying why not.
+
+    Root reads every file whatever its mode; ``setpriv`` drops the two capabilities that let
+    it (its uid stays, so the project's files are still its own to write).
+    """
+    if os.geteuid() != 0:
+        return ()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root and setpriv (util-linux) is missing: cannot drop "
+                    "CAP_DAC_OVERRIDE to make a folder unreadable")
+    prefix = (setpriv, "--bounding-set", "-dac_override,-dac_read_search")
+    tried = pytester.run(*prefix, sys.executable, "-c",
+                         f"import os; os.listdir({str(probe)!r})")
+    if tried.ret == 0:
+        pytest.skip("setpriv ran but the folder was still readable: capabilities cannot be "
+                    f"dropped here ({' '.join(tried.errlines[-1:])})")
+    return prefix
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES[:2], ids=MODE_IDS[:2])
+def test_unreadable_folders_and_special_files_are_one_warning_each(
+        project: RagbenchProject, mode: tuple[str, ...]) -> None:
+    """As a user: a folder with no permissions, one that cannot be searched, a FIFO, /dev/zero.
+
+    None of them stops the session; the good case runs, an unreadable case file fails as
+    one item naming it.
+    """
+    cases = project.path / "test_cases"
+    locked, unsearchable = cases / "locked", cases / "listed_only"
+    for folder in (locked, unsearchable):
+        folder.mkdir()
+        (folder / "hidden.yaml").write_text(GOOD_CASE.replace("id: good", "id: hidden"))
+    os.mkfifo(cases / "pipe.yaml")  # opening it would wait for a writer forever
+    (cases / "zero.jsonl").symlink_to("/dev/zero")
+    (cases / "gone.yaml").symlink_to(cases / "removed.yaml")
+    secret = cases / "secret.yaml"
+    secret.write_text(GOOD_CASE.replace("id: good", "id: secret"))
+    locked.chmod(0)
+    unsearchable.chmod(0o444)
+    secret.chmod(0)
+    try:
+        prefix = _without_file_capabilities(project.pytester, locked)
+        result = project.pytester.run(*prefix, sys.executable, "-m", "pytest", "-q", "-rN",
+                                      *mode, timeout=300)
+    finally:
+        for path in (locked, unsearchable, secret):
+            path.chmod(0o755)
+    result.assert_outcomes(passed=1, failed=1, warnings=5)
+    output = result.stdout.str()
+    for folder in (locked, unsearchable):
+        assert (f"UnreadableFolderWarning: ragbench: cannot list {folder} (Permission "
+                "denied): its cases are not collected") in output
+    assert f"SpecialFileWarning: ragbench: {cases / 'pipe.yaml'} is a FIFO" in output
+    assert (f"SpecialFileWarning: ragbench: {cases / 'zero.jsonl'} is a character device, "
+            "not a regular file: it is not read") in output
+    assert f"SpecialFileWarning: ragbench: {cases / 'gone.yaml'} is a link to nothing" in output
+    assert "test_cases/secret.yaml" in output and "Permission denied" in output
+    assert {r["case_id"]: r["status"] for r in project.items()}["good"] == "passed"
 
 
 def test_a_case_module_named_like_a_test_module_is_read_never_imported(

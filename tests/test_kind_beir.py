@@ -237,6 +237,26 @@ def test_unjudged_queries_and_other_files_are_not_items(pytester: pytest.Pyteste
     assert "test_cases/capitals/queries.jsonl:2: invalid JSON" in output
 
 
+def test_a_query_runs_by_its_node_id_even_outside_the_case_paths(
+        pytester: pytest.Pytester) -> None:
+    """The id pytest prints selects the query: the qrels/ folder is a level of the tree."""
+    project = RagbenchProject(pytester)
+    project.cases_dir()
+    _tiny_dataset(project.path / "data", "q1\td1\t2\nq3\td3\t1\n")
+    project.makeconftest(BM25_FACTORY)
+    flags = ("--ragbench", "-q", "-p", "no:cacheprovider")
+    q1 = "data/capitals/qrels/test.tsv::beir[capitals/q1]"
+    q3 = "data/capitals/qrels/test.tsv::beir[capitals/q3]"
+    listed = project.runpytest(*flags, "--collect-only", "data/capitals")
+    assert [line for line in listed.outlines if "::" in line] == [q1, q3]
+    alone = project.runpytest_subprocess(*flags, q3)
+    alone.assert_outcomes(passed=1)
+    assert [r["nodeid"] for r in project.items()] == [q3]
+    both = project.runpytest_subprocess(*flags, q3, q1, "data/capitals/qrels/test.tsv")
+    both.assert_outcomes(passed=2)
+    assert sorted(r["nodeid"] for r in project.items()) == [q1, q3]
+
+
 def test_beir_folders_are_evaluation_items_only(pytester: pytest.Pytester) -> None:
     project = RagbenchProject(pytester)
     _tiny_dataset(project.cases_dir(), "q1\td1\t1\n")

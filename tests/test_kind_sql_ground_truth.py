@@ -229,7 +229,8 @@ def test_summary_is_the_same_with_and_without_xdist(project: RagbenchProject,
 
 
 def test_records_travel_on_reports_and_into_junit(project: RagbenchProject) -> None:
-    result = project.runpytest_subprocess("-q", "-n", "2", "--junitxml=out.xml")
+    result = project.runpytest_subprocess("-q", "-n", "2", "--junitxml=out.xml",
+                                          "-o", "ragbench_junit_properties=true")
     result.assert_outcomes(passed=3)
     xml = (project.path / "out.xml").read_text()
     assert xml.count('name="ragbench.metric.match" value="1.0"') == 3

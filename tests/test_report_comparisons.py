@@ -229,3 +229,117 @@ def test_p_values_print_as_bounds_never_zero() -> None:
     assert p_text({"p_value": 0.0123, "p_method": "monte-carlo",
                    "p_resolution": floor}) == "0.0123"
     assert p_text({"p_value": None}) == "undefined"
+
+
+def test_a_hoeffding_bound_below_a_double_is_written_as_the_bound() -> None:
+    """n = 5000 pairs with Cohen's d near 1: 2 exp(-T^2 / 2 sum d^2) is about 1e-543."""
+    import math
+
+    import numpy as np
+
+    from pytest_ragbench.report.compare import Pairs, evaluate, sign_flip_pvalues
+
+    rng = np.random.default_rng(1)
+    diffs = list(rng.normal(1.0, 1.0, 5000))
+    (found,) = sign_flip_pvalues([(diffs, [None] * 5000)], resamples=10_000)
+    total, squares = sum(diffs), sum(d * d for d in diffs)
+    log10_bound = (math.log(2) - total**2 / (2 * squares)) / math.log(10)
+    assert log10_bound < -300
+    assert found["p_value"] == 1e-300 and found["p_value"] > 0
+    assert found["p_method"] == "hoeffding bound, below 1e-300"
+    assert found["p_log10"] == pytest.approx(log10_bound)
+    # through a comparison: never 0, Holm's p neither, and printed as a bound
+    from pytest_ragbench.report.terminal import p_text
+
+    b = list(rng.random(5000))
+    (c,) = evaluate([Pairs("x_vs_y", "k", "token_f1", a=[x + d for x, d in zip(b, diffs,
+                                                                                 strict=True)],
+                           b=b, clusters=[None] * 5000)])
+    assert 0 < c["p_value"] <= c["p_holm"] and c["p_method"].startswith("hoeffding bound")
+    assert p_text(c) == "<1e-300"
+
+
+def test_mcnemar_is_summed_in_log_space() -> None:
+    """The exact binomial p equals scipy's where a double holds it, and stays positive
+    (the floor 1e-300, said so) where it does not."""
+    from scipy import stats as sps
+
+    from pytest_ragbench.report.compare import _mcnemar
+
+    for a_only, b_only in ((7, 2), (30, 12), (0, 15), (40, 40), (3, 50)):
+        a = [1.0] * a_only + [0.0] * b_only + [1.0] * 4
+        b = [0.0] * a_only + [1.0] * b_only + [1.0] * 4
+        found = _mcnemar(a, b)
+        expected = sps.binomtest(min(a_only, b_only), a_only + b_only, 0.5).pvalue
+        assert found["p_value"] == pytest.approx(min(1.0, expected), rel=1e-9)
+        assert found["p_method"] == "exact binomial"
+    lopsided = _mcnemar([1.0] * 1100, [0.0] * 1100)
+    assert sps.binomtest(0, 1100, 0.5).pvalue == 0.0  # what a double gives
+    assert lopsided["p_value"] == 1e-300 and lopsided["p_resolution"] == 1e-300
+    assert lopsided["p_method"] == "exact binomial, below 1e-300"
+    assert lopsided["p_log10"] == pytest.approx(-1099 * 0.30102999566, rel=1e-9)
+
+
+def test_identical_systems_differ_by_exactly_zero() -> None:
+    from pytest_ragbench.report.compare import Pairs, evaluate
+    from pytest_ragbench.report.terminal import comparison_rows
+
+    same = [0.2, 0.9, 0.4, 0.7, 0.5]
+    (c,) = evaluate([Pairs("x_vs_y", "k", "token_f1", a=same, b=list(same),
+                           clusters=[None] * 5)])
+    assert (c["delta"], c["ci_low"], c["ci_high"], c["ci_method"]) == (0.0, 0.0, 0.0,
+                                                                       "identical")
+    assert c["p_value"] == 1.0 and not c["significant"]
+    row = comparison_rows({"comparisons": {"x_vs_y": {"k": {"token_f1": c}}}})[1]
+    assert row[5:7] == ["+0.000", "[+0.000, +0.000] identical"]
+
+
+def test_effect_size_needs_two_pairs_and_some_spread() -> None:
+    from pytest_ragbench.report import gates
+    from pytest_ragbench.report.compare import Pairs, evaluate
+    from pytest_ragbench.report.terminal import comparison_rows
+
+    one, constant, varied = evaluate([
+        Pairs("x_vs_y", "k", "token_f1", a=[0.9], b=[0.1], clusters=[None]),
+        Pairs("x_vs_y", "k", "rouge_l", a=[0.9, 0.8, 0.7], b=[0.4, 0.3, 0.2],
+              clusters=[None] * 3),
+        Pairs("x_vs_y", "k", "bleu", a=[0.9, 0.5, 0.7], b=[0.4, 0.3, 0.2],
+              clusters=[None] * 3)])
+    assert (one["effect_size"], one["effect_size_note"]) == (None, "n too small")
+    assert (constant["effect_size"], constant["effect_size_note"]) == (None, "no spread")
+    d = 0.4 / (0.03**0.5)  # differences 0.5, 0.2, 0.5: mean 0.4, sample SD sqrt(0.03)
+    assert varied["effect_size"] == pytest.approx(d) and varied["effect_size_note"] is None
+    document = {"comparisons": {"x_vs_y": {"k": {c["metric"]: c
+                                                 for c in (one, constant, varied)}}}}
+    rows = comparison_rows(document)
+    assert [r[9] for r in rows[1:]] == ["n too small", "no spread", "+2.31"]
+    shown = " ".join(" ".join(r) for r in rows) + gates.regression_line(
+        {**one, "worse": True}, "before")
+    assert "inf" not in shown and "nan" not in shown
+    assert "d=n too small" in shown
+
+
+def test_report_html_shows_bounds_and_notes_never_inf_or_nan() -> None:
+    """The comparisons section of report.html (the terminal's rows, and a delta plot) for a
+    p below a double, identical systems and a single pair."""
+    import re
+
+    import numpy as np
+
+    from pytest_ragbench.report import html
+    from pytest_ragbench.report.compare import Pairs, evaluate
+
+    rng = np.random.default_rng(1)
+    b = list(rng.random(5000))
+    a = [x + d for x, d in zip(b, rng.normal(1.0, 1.0, 5000), strict=True)]
+    same = [0.2, 0.9, 0.4, 0.7, 0.5]
+    found = evaluate([Pairs("x_vs_y", "k", "token_f1", a=a, b=b, clusters=[None] * 5000),
+                      Pairs("x_vs_y", "k", "rouge_l", a=same, b=list(same), clusters=[None] * 5),
+                      Pairs("x_vs_y", "k", "bleu", a=[0.9], b=[0.1], clusters=[None])])
+    document = {"comparisons": {"x_vs_y": {"k": {c["metric"]: c for c in found}}}}
+    problems: list[str] = []
+    section = html.comparisons_section(document, html.Page(problems))
+    assert problems == []
+    text = re.sub(r"<[^>]+>", " ", section)
+    assert "&lt;1e-300" in text and "identical" in text and "n too small" in text
+    assert not re.search(r"\b(inf|nan|NaN)\b", text)

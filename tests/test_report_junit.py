@@ -7,6 +7,7 @@ the checks are sent from the controller at the end of the session, whatever ran 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,16 +34,62 @@ def _last_line(result: pytest.RunResult) -> str:
     return [line for line in result.outlines if line.strip()][-1]
 
 
+def _counts(last_line: str) -> dict[str, int]:
+    """``{"passed": 12, "gates missed": 1, ...}`` from pytest's last line."""
+    text = last_line.strip("= ").rsplit(" in ", 1)[0]
+    return {words: int(n) for n, _, words in (part.partition(" ") for part in text.split(", "))}
+
+
+# The two junit-10.xsd schemas JUnit consumers validate against (tests/junit_xsd, its
+# README names their sources and license): pytest's own test suite checks xunit2 output
+# with the first, Jenkins' xunit plugin reads reports with the second.
+SCHEMAS = [Path(__file__).parent / "junit_xsd" / name
+           for name in ("pytest-junit-10.xsd", "jenkins-junit-10.xsd")]
+FAILING = ("failed", "gate missed", "gates missed", "threshold missed", "thresholds missed",
+           "judged metric unscored", "judged metrics unscored", "regression", "regressions")
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES[:2], ids=MODE_IDS[:2])
+def test_the_xml_validates_and_its_counts_are_the_last_lines(
+        pytester: pytest.Pytester, mode: tuple[str, ...]) -> None:
+    """Items that pass and fail, a broken record, a missed, a held and an unchecked gate."""
+    import xmlschema  # the dev extra
+
+    schemas = [xmlschema.XMLSchema(str(path)) for path in SCHEMAS]
+    gates = GATES.format(bound=0.99) + '"toy.faithfulness" = 0.5\n'
+    failing = {"id": "strict", "kind": "toy", "question": "Which team won?",
+               "ground_truth": "Celtics", "thresholds": {"exact_match": 1}}
+    project = make_toy_project(pytester, 12, extra_cases=[failing], pyproject=gates)
+    answers = project.path / "answers.data"
+    answers.write_text(answers.read_text().replace('"Celtics"', '"Lakers"'))
+    with (project.path / "test_cases" / "toy.jsonl").open("a") as cases_file:
+        cases_file.write('{"id": "broken", "kind": "toy", "question": "What?"}\n')  # no answer
+    result = project.runpytest("--ragbench", "--junitxml=junit.xml", *mode)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    for schema in schemas:
+        schema.validate(str(project.path / "junit.xml"))  # raises, naming the element
+    suite, cases = _junit(project, "junit.xml")
+    counts = _counts(_last_line(result))
+    assert counts["passed"] == 12 and counts["failed"] == 2
+    assert counts["gate missed"] == counts["gate passed"] == counts["gate not checked"] == 1
+    total = sum(n for words, n in counts.items() if words not in ("warnings", "deselected"))
+    assert int(suite["tests"]) == total == len(cases)
+    assert int(suite["failures"]) + int(suite["errors"]) == sum(
+        n for words, n in counts.items() if words in FAILING)
+    assert int(suite["skipped"]) == counts["gate not checked"]
+
+
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_a_missed_gate_is_a_failed_testcase_and_named_in_the_last_line(
         pytester: pytest.Pytester, mode: tuple[str, ...]) -> None:
     project = make_toy_project(pytester, 12, pyproject=GATES.format(bound=0.99))
     result = project.runpytest("--ragbench", "--junitxml=junit.xml", *mode)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    assert "12 passed, 1 gate missed in " in _last_line(result)
+    last = _last_line(result)
+    assert "12 passed, " in last and "1 gate missed" in last and "1 gate passed" in last
     suite, cases = _junit(project, "junit.xml")
     assert suite["failures"] == "1" and suite["errors"] == "0"
-    assert suite["tests"] == str(12 + 2)  # the items and the two gates
+    assert suite["tests"] == str(12 + 2)  # the items and the two gates, as the last line
     missed = cases["ragbench.gate[toy.token_f1]"]
     failure = missed.find("failure")
     assert failure is not None
@@ -52,14 +99,26 @@ def test_a_missed_gate_is_a_failed_testcase_and_named_in_the_last_line(
     assert failure.get("message", "").startswith("gate toy.token_f1 >= 0.99: MISSED (mean ")
     held = cases["ragbench.gate[toy.exact_match]"]
     assert held.find("failure") is None and held.find("skipped") is None
-    properties = _properties(held)
+    # no <properties> inside a <testcase> unless asked: outside pytest's xunit2 schema
+    assert all(case.find("properties") is None for case in cases.values())
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES[:2], ids=MODE_IDS[:2])
+def test_properties_only_when_asked(pytester: pytest.Pytester, mode: tuple[str, ...]) -> None:
+    project = make_toy_project(pytester, 6, pyproject=GATES.format(bound=0.99),
+                               ini="[pytest]\nragbench_junit_properties = true\n")
+    result = project.runpytest("--ragbench", "--junitxml=junit.xml", *mode)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    _, cases = _junit(project, "junit.xml")
+    properties = _properties(cases["ragbench.gate[toy.exact_match]"])
     assert properties["ragbench.check"] == "gate"
-    assert properties["ragbench.message"] in section
+    assert properties["ragbench.message"] in result.stdout.lines
     assert float(properties["ragbench.value"]) == pytest.approx(
         project.results()["metrics"]["toy"]["exact_match"]["mean"])
-    # the items keep their metric properties
-    item = cases["test_cases.toy.jsonl.toy[q000]"]
-    assert "ragbench.metric.token_f1" in _properties(item)
+    item = _properties(cases["test_cases.toy.jsonl.toy[q000]"])
+    record = project.items_by_case()["q000"]
+    assert float(item["ragbench.metric.token_f1"]) == record["metrics"]["token_f1"]
+    assert item["ragbench.status"] == "passed"
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
@@ -67,7 +126,7 @@ def test_gates_that_hold_fail_nothing(pytester: pytest.Pytester, mode: tuple[str
     project = make_toy_project(pytester, 12, pyproject=GATES.format(bound=0.1))
     result = project.runpytest("--ragbench", "--junitxml=junit.xml", *mode)
     assert result.ret == pytest.ExitCode.OK
-    assert "12 passed in " in _last_line(result) and "gate" not in _last_line(result)
+    assert "12 passed, 2 gates passed in " in _last_line(result)
     suite, cases = _junit(project, "junit.xml")
     assert suite["failures"] == "0" and suite["tests"] == str(12 + 2)
     assert cases["ragbench.gate[toy.token_f1]"].find("failure") is None
@@ -82,6 +141,7 @@ def test_a_gate_with_nothing_scored_is_a_skipped_testcase(pytester: pytest.Pytes
     skipped = cases["ragbench.gate[toy.faithfulness]"].find("skipped")
     assert skipped is not None and "not checked, no scored values" in skipped.get("message", "")
     assert suite["skipped"] == "1" and suite["failures"] == "0"
+    assert "4 passed, 1 gate not checked in " in _last_line(result)
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)

@@ -42,7 +42,7 @@ def test_a_plot_that_fails_is_one_warning_and_the_page_is_still_written(
         "*= ragbench =*",
         "verdict: PASSED*",
         "report: .ragbench/ (items.jsonl, results.json, leaderboard.csv, report.html)",
-        "*12 passed, 1 warning in*"])
+        "*12 passed, 1 warning, 1 gate passed in*"])
     page = project.html()
     assert _run_id(project) in page
     assert "plot toy by category could not be drawn" in page

@@ -6,7 +6,9 @@ import math
 from pathlib import Path
 
 import pytest
+from scipy import stats as sps
 
+from pytest_ragbench import intervals
 from pytest_ragbench.config import RagbenchConfig
 from pytest_ragbench.records import ItemRecord
 from pytest_ragbench.report import document as document_mod
@@ -48,19 +50,40 @@ RECORDS = [
 ]
 
 
-def test_share_per_kind_with_the_wilson_interval() -> None:
+def test_share_per_kind_with_the_pass_rate_interval() -> None:
     part = robustness.section(RECORDS, [])
     typos = part["perturbations"]["typos"]
     assert (typos["cases"], typos["held"], typos["share"]) == (5, 3, 0.6)
     low, high = wilson_by_hand(3, 5)
+    # 2 failures: Brown, Cai & DasGupta's Poisson bound replaces Wilson's upper bound
+    poisson = 1 - sps.chi2.ppf(0.05, 2 * 2) / (2 * 5)
     assert typos["ci_low"] == pytest.approx(low, abs=1e-9)
-    assert typos["ci_high"] == pytest.approx(high, abs=1e-9)
+    assert typos["ci_high"] == pytest.approx(max(high, poisson), abs=1e-9)
+    assert typos["ci_high"] > high
+    # the same interval as any pass rate of 3 in 5 (a metric cell of 0/1 values)
+    cell = intervals.cell_interval([1.0, 1.0, 1.0, 0.0, 0.0], low=0.0, high=1.0)
+    assert (typos["ci_low"], typos["ci_high"]) == (cell.low, cell.high)
     case = part["perturbations"]["case"]
     assert (case["cases"], case["held"]) == (3, 2)
     synonyms = part["perturbations"]["synonyms"]
     assert synonyms["cases"] == 0 and synonyms["share"] is None and synonyms["ci_low"] is None
     assert synonyms["reasons"] == {"no word of the question is in the synonym table": 2}
     assert list(part["perturbations"]) == ["typos", "case", "synonyms"]  # the flag's order
+
+
+def test_exact_coverage_of_a_share_near_one() -> None:
+    """p = 0.97 over 5 cases: plain Wilson covers 0.859 of sessions, the report's 0.992."""
+    p, n = 0.97, 5
+    shown, plain = 0.0, 0.0
+    for held in range(n + 1):
+        records = [record(f"c{i}", {"typos": float(i < held)}) for i in range(n)]
+        share = robustness.section(records, [])["perturbations"]["typos"]
+        weight = sps.binom.pmf(held, n, p)
+        shown += weight * (share["ci_low"] <= p <= share["ci_high"])
+        low, high = wilson_by_hand(held, n)
+        plain += weight * (low <= p <= high)
+    assert plain == pytest.approx(0.859, abs=1e-3)
+    assert shown == pytest.approx(0.992, abs=1e-3)
 
 
 def test_all_holding_is_not_a_certainty() -> None:

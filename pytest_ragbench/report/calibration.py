@@ -9,8 +9,9 @@ that match no item are reported with the reason, never dropped silently.
 For every kind × metric with labels, ``judge_calibration[kind][metric]`` compares the
 metric's scores (a judge's, or an offline proxy's) with the people's on the labeled items
 and gives the prediction-powered estimate of the human mean over all scored items
-(:func:`pytest_ragbench.stats.ppi_mean_ci`): the number to quote, and with
-``--ragbench-gate ci-lower`` the one a gate on the metric checks (report/gates.py).
+(PPI++, :func:`pytest_ragbench.stats.ppi_mean_ci`): the number to quote. With
+``--ragbench-gate ci-lower`` a gate on the metric checks its bound valid at every label
+count, ``ppi_gate_low``/``ppi_gate_high`` (report/gates.py).
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_ragbench import stats
+from pytest_ragbench import intervals, stats
 from pytest_ragbench.cases.labels import Label, LabelFile
 from pytest_ragbench.records import ItemRecord
-from pytest_ragbench.report.aggregate import CONFIDENCE, scored_value
+from pytest_ragbench.report.aggregate import CONFIDENCE, metric_range, scored_value
 from pytest_ragbench.report.text import interval, num, signed, table
 
 MAX_LEVELS = 11  # at most this many distinct grades (0-10, 1-5, 0/1) count as ordinal
@@ -171,58 +172,110 @@ def calibrate(records: Iterable[ItemRecord], metric: str,
 
     ``judge_mean`` is the metric's mean over every scored item, ``human_mean`` the
     people's mean over the labeled items that were scored, ``bias`` the mean of
-    metric − human over those, and ``ppi_*`` the prediction-powered estimate of the
-    human mean over all scored items with its 95% interval. A labeled item whose metric
-    went unscored counts in ``n_labeled_unscored`` and nowhere else.
+    metric − human over those, and ``ppi_*`` the prediction-powered (PPI++) estimate of
+    the human mean over all scored items with its 95% interval, stratified by category
+    when every category has at least two labeled items (:func:`ppi_section`). A labeled
+    item whose metric went unscored counts in ``n_labeled_unscored`` and nowhere else.
     """
-    judged: list[float] = []
-    pairs: list[tuple[float, float]] = []
+    judged: list[tuple[float, str | None]] = []
+    pairs: list[tuple[float, float, str | None]] = []
     labeled_unscored = 0
     for record in records:
         value = scored_value(record, metric)
         person = human.get(record.nodeid, {}).get(metric)
         if value is not None:
-            judged.append(value)
+            judged.append((value, record.category))
         if person is not None:
             if value is None:
                 labeled_unscored += 1
             else:
-                pairs.append((value, person))
+                pairs.append((value, person, record.category))
     if not pairs and not labeled_unscored:
         return None
     entry: dict[str, Any] = dict.fromkeys((
         "judge_mean", "human_mean", "human_ci_low", "human_ci_high", "scale", "agreement",
         "agreement_method", "kappa", "bias", "bias_ci_low", "bias_ci_high", "ppi_mean",
-        "ppi_ci_low", "ppi_ci_high", "ppi_se", "ppi_df"))
+        "ppi_ci_low", "ppi_ci_high", "ppi_se", "ppi_df", "ppi_method", "ppi_lambda",
+        "ppi_strata", "ppi_gate_low", "ppi_gate_high", "ppi_gate_method"))
     entry.update(n_labeled=len(pairs), n_judged=len(judged),
                  n_labeled_unscored=labeled_unscored, confidence=CONFIDENCE, note=None)
     if judged:
-        entry["judge_mean"] = sum(judged) / len(judged)
+        entry["judge_mean"] = sum(v for v, _ in judged) / len(judged)
     if not pairs:
         entry["note"] = "no labeled item was scored"
         return entry
-    judge = [j for j, _ in pairs]
-    people = [h for _, h in pairs]
+    judge = [j for j, _, _ in pairs]
+    people = [h for _, h, _ in pairs]
     scale = scale_of(judge + people)
     entry["scale"] = scale
     if scale == "continuous":
         entry.update(agreement=spearman(judge, people), agreement_method="spearman")
     else:
-        same = sum(abs(j - h) < 1e-9 for j, h in pairs) / len(pairs)
+        same = sum(abs(j - h) < 1e-9 for j, h, _ in pairs) / len(pairs)
         entry.update(agreement=same, agreement_method="exact",
                      kappa=cohen_kappa(judge, people))
     entry["human_mean"] = sum(people) / len(people)
-    entry["bias"] = sum(j - h for j, h in pairs) / len(pairs)
+    entry["bias"] = sum(j - h for j, h, _ in pairs) / len(pairs)
     if len(pairs) < 2:
         entry["note"] = "intervals need at least 2 labeled items"
         return entry
     person_ci = stats.t_ci(people, CONFIDENCE)
-    bias_ci = stats.t_ci([j - h for j, h in pairs], CONFIDENCE)
-    ppi = stats.ppi_mean_ci(judged, judge, people, CONFIDENCE)
+    bias_ci = stats.t_ci([j - h for j, h, _ in pairs], CONFIDENCE)
     entry.update(human_ci_low=person_ci.low, human_ci_high=person_ci.high,
-                 bias_ci_low=bias_ci.low, bias_ci_high=bias_ci.high, ppi_mean=ppi.mean,
-                 ppi_ci_low=ppi.low, ppi_ci_high=ppi.high, ppi_se=ppi.se, ppi_df=ppi.df)
+                 bias_ci_low=bias_ci.low, bias_ci_high=bias_ci.high,
+                 **ppi_section(metric, judged, pairs))
     return entry
+
+
+def ppi_section(metric: str, judged: Sequence[tuple[float, str | None]],
+                pairs: Sequence[tuple[float, float, str | None]]) -> dict[str, Any]:
+    """The ``ppi_*`` fields: the PPI++ interval, and the bounds a ci-lower gate checks.
+
+    ``judged`` holds every scored item's (score, category), ``pairs`` the labeled ones'
+    (score, label, category). Stratified by category (``ppi_strata`` names them) when
+    there are several and each has at least two labeled items: each category then gets
+    its own λ and the estimate weights them by their item counts.
+
+    The gate bounds (``ppi_gate_low``/``ppi_gate_high``, one-sided 97.5%) are the more
+    pessimistic of the PPI++ interval's and the labels' own gate bounds, those of a cell
+    of the human scores (:mod:`pytest_ragbench.intervals`: exact Clopper-Pearson for 0/1
+    labels, the betting bound for other scores in the metric's range). The labels' bound
+    holds at every label count for every distribution, so a calibrated metric whose human
+    mean sits at the gate passes at most 2.5% of sessions; the PPI++ bound is a
+    large-sample one (with a lenient 0/1 judge it passed 3-4% of such sessions at 20-100
+    labels). A bound that uses the judge with finite-sample validity (PPI with betting
+    bounds) was looser than the labels' exact bound at every label count simulated, up to
+    300 (``benchmarks/bench_ppi.py``). It assumes the labels are a uniformly random subset
+    of the items; for a metric without a known range the labels' bound is itself a
+    large-sample one, and ``ppi_gate_method`` says so.
+    """
+    by_category: dict[str | None, tuple[list[float], list[float], list[float]]] = {}
+    for value, category in judged:
+        by_category.setdefault(category, ([], [], []))[0].append(value)
+    for value, person, category in pairs:
+        by_category[category][1].append(value)
+        by_category[category][2].append(person)
+    strata = None
+    judge = [j for j, _, _ in pairs]
+    people = [h for _, h, _ in pairs]
+    if len(by_category) > 1 and all(len(s[1]) >= 2 for s in by_category.values()):
+        strata = sorted(by_category, key=lambda c: (c is None, c or ""))
+        ppi = stats.stratified_ppi_mean_ci([by_category[c] for c in strata], CONFIDENCE)
+    else:
+        ppi = stats.ppi_mean_ci([v for v, _ in judged], judge, people, CONFIDENCE)
+    low, high = metric_range(metric)
+    labels = intervals.cell_interval(people, None, low, high, CONFIDENCE)
+    assert labels.gate_low is not None and labels.gate_high is not None  # n >= 2
+    method = labels.gate_method or ""
+    finite = method == "clopper-pearson" or method.endswith("+betting")
+    gate_method = f"ppi++ and labels' {method}" + (
+        "" if finite else " (large-sample)")
+    return {"ppi_mean": ppi.mean, "ppi_ci_low": ppi.low, "ppi_ci_high": ppi.high,
+            "ppi_se": ppi.se, "ppi_df": ppi.df, "ppi_method": ppi.method,
+            "ppi_lambda": ppi.lam,
+            "ppi_strata": [c or "-" for c in strata] if strata else None,
+            "ppi_gate_low": min(ppi.low, labels.gate_low),
+            "ppi_gate_high": max(ppi.high, labels.gate_high), "ppi_gate_method": gate_method}
 
 
 # ---------------------------------------------------------------- the document's sections
@@ -297,9 +350,13 @@ def lines(document: dict[str, Any]) -> list[str]:
                 rows += [_row(kind, f"{metric}[{system}]", cell)
                          for system, cell in entry.get("systems", {}).items()]
         out += ["judge calibration against human labels (PPI: prediction-powered 95% "
-                "interval of the human mean, Angelopoulos et al. 2023):", *table(rows)]
+                "interval of the human mean, PPI++ of Angelopoulos, Duchi & Zrnic 2023):",
+                *table(rows)]
         out += [f"  {kind}.{metric}: {entry['note']}" for kind, by_metric in block.items()
                 for metric, entry in by_metric.items() if entry.get("note")]
+        out += [f"  {kind}.{metric}: PPI stratified by category ({', '.join(strata)})"
+                for kind, by_metric in block.items() for metric, entry in by_metric.items()
+                if (strata := entry.get("ppi_strata"))]
     summary = document.get("judge_labels")
     if summary:
         out.append(_summary_line(summary))

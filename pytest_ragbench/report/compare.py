@@ -12,8 +12,14 @@ comparison, so that the floor 2 / (B + 1) sits ten times below alpha / m; fewer 
 would exceed :data:`FLIP_BUDGET`, as ``p_resolution`` then shows), enumerates every flip
 when there are no more of them than that, and when no flip reaches the observed difference
 reports Hoeffding's bound on the exact p where it is smaller than the floor.
+p-values that can leave the range of a double (Hoeffding's bound, McNemar's binomial tail)
+are computed as logarithms (``p_log10``); one below 1e-300 is written as 1e-300, a valid
+bound, with ``p_method`` saying so: never 0.
 The CI of each difference is a 95% interval of its own (not adjusted for the family; the
-verdicts are), chosen like a cell's (:mod:`pytest_ragbench.intervals`).
+verdicts are), chosen like a cell's (:mod:`pytest_ragbench.intervals`); when every pair is
+equal the difference is exactly 0 and the interval [0, 0] (``ci_method`` "identical").
+Cohen's d is None below 2 pairs or when the differences never vary
+(``effect_size_note`` "n too small" or "no spread").
 
 Source metrics recorded at different k (``source_hit@4`` against ``source_hit@2``) are
 compared as ``source_hit@k`` and at the common k (:mod:`.cutoffs`). A metric scored on
@@ -54,6 +60,12 @@ MAX_RESAMPLES = 2_000_000
 # beyond it fewer flips are drawn, and p_resolution says how far p can go.
 FLIP_BUDGET = 4e9
 CI_LEVEL = 0.95
+P_FLOOR = 1e-300
+"""The smallest p-value written: a p below it is written as this bound (``p_method`` says)."""
+BELOW_FLOOR = "below 1e-300"
+HOEFFDING = "hoeffding bound"
+IDENTICAL = "identical"
+"""``ci_method`` of a comparison whose pairs are all equal: the interval is [0, 0]."""
 
 
 def timing_metric(metric: str) -> bool:
@@ -128,9 +140,8 @@ def evaluate(family: list[Pairs]) -> list[dict[str, Any]]:
             "mean_a": sum(pairs.a) / n, "mean_b": sum(pairs.b) / n,
             "delta": sum(diffs) / n, "ci_low": None, "ci_high": None, "ci_method": None,
             "ci_level": CI_LEVEL, "ci_adjusted": False,
-            "p_value": None, "p_method": None, "p_resolution": None, "resamples": None,
-            "effect_size": _finite_or_text(stats.cohens_d(diffs)),
-            "direction": direction(pairs.metric),
+            "p_value": None, "p_method": None, "p_resolution": None, "p_log10": None,
+            "resamples": None, **effect_size(diffs), "direction": direction(pairs.metric),
         }
         if test == "mcnemar":
             comparison.update(_mcnemar(pairs.a, pairs.b))
@@ -141,25 +152,66 @@ def evaluate(family: list[Pairs]) -> list[dict[str, Any]]:
                             sign_flip_pvalues([(d, c) for _, d, c in flips], resamples),
                             strict=True):
         out[index].update(found)
-    for comparison, interval in zip(out, intervals.cell_intervals(cells, CI_LEVEL, seed=SEED),
-                                    strict=True):
+    for comparison, interval, cell in zip(out, intervals.cell_intervals(cells, CI_LEVEL,
+                                                                        seed=SEED),
+                                          cells, strict=True):
         comparison.update(ci_low=interval.low, ci_high=interval.high,
                           ci_method=interval.method, n_clusters=interval.n_clusters)
+        if not any(cell.values):
+            # Every pair equal: the difference is exactly zero, not merely "no spread
+            # seen" (which gets the Bernoulli worst case, [-0.64, +0.64] at n = 5).
+            comparison.update(ci_low=0.0, ci_high=0.0, ci_method=IDENTICAL)
     return holm(out)
 
 
+def effect_size(diffs: Sequence[float]) -> dict[str, Any]:
+    """Cohen's d of the differences, or None and why (``effect_size_note``).
+
+    None below 2 pairs ("n too small"), and for differences that never vary ("no spread":
+    d would be infinite).
+    """
+    if len(diffs) < 2:
+        return {"effect_size": None, "effect_size_note": intervals.N_TOO_SMALL}
+    d = stats.cohens_d(diffs)
+    if not math.isfinite(d):
+        return {"effect_size": None, "effect_size_note": "no spread"}
+    return {"effect_size": d, "effect_size_note": None}
+
+
+def p_fields(log_p: float, method: str) -> dict[str, Any]:
+    """A p-value computed as its natural log: ``p_value`` (never 0), ``p_method``, ``p_log10``.
+
+    Below :data:`P_FLOOR` (where a double would round it to 0) ``p_value`` is the floor
+    itself, a valid upper bound of p, and ``p_method`` says so.
+    """
+    log_p = min(0.0, log_p)
+    if log_p < math.log(P_FLOOR):
+        return {"p_value": P_FLOOR, "p_method": f"{method}, {BELOW_FLOOR}",
+                "p_log10": log_p / math.log(10)}
+    return {"p_value": math.exp(log_p), "p_method": method, "p_log10": log_p / math.log(10)}
+
+
 def _mcnemar(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
-    """Exact McNemar: a two-sided binomial test of the discordant pairs."""
+    """Exact McNemar: a two-sided binomial test of the discordant pairs, in log space.
+
+    p = min(1, 2 P(X <= k)), X ~ Binomial(discordant, 1/2) and k the smaller discordant
+    count (``scipy.stats.binomtest``'s two-sided p for p = 1/2), summed from log
+    probabilities: with 1,100 discordant pairs all one way it is 2^-1099, below a double.
+    """
+    import numpy as np
     from scipy import stats as sps
+    from scipy.special import logsumexp
 
     a_only = sum(1 for x, y in zip(a, b, strict=True) if x == 1.0 and y == 0.0)
     b_only = sum(1 for x, y in zip(a, b, strict=True) if x == 0.0 and y == 1.0)
     discordant = a_only + b_only
-    p = 1.0 if not discordant else float(sps.binomtest(min(a_only, b_only), discordant,
-                                                        0.5).pvalue)
-    return {"p_value": min(1.0, p), "p_method": "exact binomial",
-            "p_resolution": 2 * 0.5**discordant if discordant else 1.0,
-            "discordant": discordant}
+    if not discordant:
+        return {"p_value": 1.0, "p_method": "exact binomial", "p_log10": 0.0,
+                "p_resolution": 1.0, "discordant": 0}
+    tail = sps.binom.logpmf(np.arange(min(a_only, b_only) + 1), discordant, 0.5)
+    found = p_fields(math.log(2) + float(logsumexp(tail)), "exact binomial")
+    smallest = p_fields((1 - discordant) * math.log(2), "exact binomial")["p_value"]
+    return {**found, "p_resolution": smallest, "discordant": discordant}
 
 
 def _flip_blocks(groups: int, resamples: int, rng: np.random.Generator
@@ -219,19 +271,16 @@ def sign_flip_pvalues(tests: Sequence[tuple[Sequence[float], Sequence[Hashable |
             floor = 2.0 / (drawn + 1)
         squares = (sums**2).sum(axis=0)
         for j, (i, _) in enumerate(members):
-            value, method = float(p[j]), "exact" if exact else "monte-carlo"
+            value = float(p[j])
+            found = {"p_value": value, "p_method": "exact" if exact else "monte-carlo",
+                     "p_log10": math.log10(value)}
             if not exact and min(at_least[j], at_most[j]) == 0 and squares[j] > 0:
-                bound = 2 * math.exp(-observed[j] ** 2 / (2 * squares[j]))
-                if bound < value:
-                    value, method = bound, "hoeffding bound"
-            results[i] = {"p_value": value, "resamples": drawn, "p_resolution": floor,
-                          "p_method": method}
+                # in log space: with n = 5000 and d near 1 the bound is far below a double
+                log_bound = math.log(2) - float(observed[j] ** 2 / (2 * squares[j]))
+                if log_bound < math.log(value):
+                    found = p_fields(log_bound, HOEFFDING)
+            results[i] = {**found, "resamples": drawn, "p_resolution": floor}
     return results
-
-
-def _finite_or_text(value: float) -> float | str:
-    """A float, or ``"inf"``/``"-inf"`` (Cohen's d of a constant difference) for JSON."""
-    return value if math.isfinite(value) else ("inf" if value > 0 else "-inf")
 
 
 def holm(comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -9,9 +9,12 @@
   The bound checked is the cell's gate bound (``ci_gate_low``/``ci_gate_high``, see
   :mod:`pytest_ragbench.intervals`): Clopper-Pearson for 0/1 metrics, the betting bound
   for bounded scores, both valid for every distribution, so a metric whose true mean sits
-  at the bound passes at most 2.5% of sessions. With fewer scored items than
-  ``ragbench_gate_min_n`` a gate is "not checked: n too small", which fails the session
-  under ``ci-lower``; a gate over a metric with most of its items unscored says so.
+  at the bound passes at most 2.5% of sessions. A metric calibrated against human labels
+  is checked on its prediction-powered bound (``ppi_gate_low``/``ppi_gate_high`` of
+  report/calibration.py), which holds that promise at every label count. With fewer
+  scored items than ``ragbench_gate_min_n`` a gate is "not checked: n too small", which
+  fails the session under ``ci-lower``; a gate over a metric with most of its items
+  unscored says so.
 - ``--ragbench-fail-on regression``: a metric significantly worse than the baseline
   (Holm-corrected) fails the session; timings are reported but never fail.
 """
@@ -117,10 +120,10 @@ def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str, min_n: int =
         value = entry.get(f"ci_gate_{side}", entry.get(f"ci_{side}"))
         method = entry.get("ci_gate_method", entry.get("ci_method"))
         if calibration is not None and calibration.get("ppi_ci_low") is not None:
-            ppi = {k: calibration[k] for k in ("n_labeled", "ppi_mean", "ppi_ci_low",
-                                               "ppi_ci_high")}
-            value = ppi[f"ppi_ci_{side}"]
-            method = "ppi"
+            ppi = {k: calibration.get(k) for k in ("n_labeled", "ppi_mean", "ppi_ci_low",
+                                                   "ppi_ci_high", "ppi_method")}
+            value = calibration.get(f"ppi_gate_{side}", calibration[f"ppi_ci_{side}"])
+            method = calibration.get("ppi_gate_method") or "ppi"
     else:
         value = entry.get("mean")
     status = "checked"
@@ -182,7 +185,7 @@ def gate_line(result: dict[str, Any]) -> str:
         checked = f"95% CI {side} bound {_num(result['value'])}{how}; "
         if result.get("ppi"):  # calibrated against human labels
             ppi = result["ppi"]
-            checked = (f"95% PPI {side} bound {_num(result['value'])} from "
+            checked = (f"95% PPI {side} bound {_num(result['value'])}{how} from "
                        f"{ppi['n_labeled']} human labels, PPI mean {_num(ppi['ppi_mean'])} "
                        f"[{_num(ppi['ppi_ci_low'])}, {_num(ppi['ppi_ci_high'])}]; judge ")
     else:
@@ -204,5 +207,5 @@ def regression_line(c: dict[str, Any], baseline: str) -> str:
         f"95% CI [{signed(c['ci_low'])}, {signed(c['ci_high'])}]"
     return (f"regression {c['kind']}.{c['metric']}{where}: worse than baseline {baseline}: "
             f"delta {signed(c['delta'])} ({ci}), {_num(c['mean_b'])} -> {_num(c['mean_a'])}, "
-            f"p={p_text(c, 'p_holm')} (Holm, {c['test']}), d={effect(c['effect_size'])}, "
+            f"p={p_text(c, 'p_holm')} (Holm, {c['test']}), d={effect(c)}, "
             f"n={c['n']} pairs")

@@ -274,8 +274,9 @@ def calibration_table(calibration: dict[str, Any]) -> str:
     if not rows:
         return ""
     return ("<h3>Calibration against human labels</h3><p class=meta>bias = judge − human on "
-            "the labeled items; the prediction-powered mean estimates the human mean from "
-            "every judged item</p>" + table(
+            "the labeled items; the prediction-powered mean (PPI++) estimates the human mean "
+            "from every judged item, stratified by category where every category has "
+            "labels</p>" + table(
                 ["kind", "metric", "labeled", "judged", "judge mean", "human mean",
                  "agreement", "kappa", "bias [95% CI]", "PPI mean [95% CI]"], rows))
 

@@ -3,9 +3,10 @@
 Built from ``robust[...]`` records alone (see :mod:`pytest_ragbench.robust.evidence` for
 what they hold), in node-id order, so the numbers are the same with and without xdist.
 A case *holds* for a perturbation kind when none of its perturbed questions broke a
-bound. The share's 95% interval is Wilson's score interval (``scipy.stats.binomtest``):
-the bootstrap interval of the metrics table collapses to a point when every case holds
-(or none does), which would claim a certainty that a handful of cases cannot give.
+bound. The share's 95% interval is the one every pass rate gets
+(:func:`pytest_ragbench.intervals.proportion_interval`: Wilson's score interval with
+Brown, Cai & DasGupta's Poisson bounds near 0 and 1; none below 2 cases). Plain Wilson
+covered a share of 0.97 over 5 cases 86% of the time (exactly), the modified one 99%.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from html import escape
 from typing import Any
 
 from pytest_ragbench.config import PERTURBATION_KINDS
+from pytest_ragbench.intervals import proportion_interval
 from pytest_ragbench.records import ItemRecord
 from pytest_ragbench.report.text import table
 from pytest_ragbench.robust import evidence as keys
-from pytest_ragbench.stats import wilson_ci
 
 KIND = "robust"
 CONFIDENCE = 0.95
@@ -64,7 +65,7 @@ def share(records: Sequence[ItemRecord], kind: str) -> dict[str, Any]:
             reason = str(record.unscored[name])
             reasons[reason] = reasons.get(reason, 0) + 1
     held = sum(v >= 1.0 for v in values)
-    low, high = wilson_ci(held, len(values), CONFIDENCE)
+    low, high = proportion_interval(held, len(values), CONFIDENCE)
     return {"cases": len(values), "held": held,
             "share": held / len(values) if values else None, "ci_low": low, "ci_high": high,
             "not_checked": sum(reasons.values()), "reasons": dict(sorted(reasons.items()))}
@@ -160,5 +161,5 @@ def html(document: dict[str, Any]) -> str:
     worst = (f"<h3>Worst cases ({part['failing_cases']} failing)</h3><ul>{''.join(cases)}</ul>"
              if cases else "<p>No case broke a property.</p>")
     return ("<h2>Robustness</h2><p class=meta>share of cases whose perturbed questions keep "
-            "every property, with Wilson's 95% interval; the minimal failing question of each "
-            f"broken perturbation kind</p>{table}{worst}")
+            "every property, with its 95% interval (modified Wilson); the minimal failing "
+            f"question of each broken perturbation kind</p>{table}{worst}")

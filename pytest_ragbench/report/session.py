@@ -277,7 +277,7 @@ class RagbenchSession:
         if self.document["failures"] and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         self._guard("reporting gates and regressions as test reports",
-                    lambda: self._report_checks(self.document or {}))
+                    lambda: self._report_checks(session, self.document or {}))
         self._warn_problems()
         self._warn_partial_baseline()
 
@@ -395,10 +395,9 @@ class RagbenchSession:
         document["run"]["exit_status"] = int(session.exitstatus)
         return document
 
-    def _report_checks(self, document: dict[str, Any]) -> None:
-        location = _relative(self.settings.report_dir / "results.json", self.config.rootpath)
-        testcases.emit(self.config, document, location,
-                       gated=self.settings.fail_on == "regression")
+    def _report_checks(self, session: pytest.Session, document: dict[str, Any]) -> None:
+        testcases.emit(session, document, self.settings.report_dir / "results.json",
+                       gated=self.settings.fail_on == "regression", problems=self.problems)
 
     def _guard(self, part: str, action: Callable[[], T]) -> T | None:
         """Run one part of the report; a failure becomes a problem line naming the part."""
@@ -451,13 +450,6 @@ class RagbenchSession:
 
 class RagbenchReportWarning(UserWarning):
     """A part of the ragbench report could not be made; the rest was."""
-
-
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(root.resolve()))
-    except (ValueError, OSError):
-        return str(path)
 
 
 def _worker_id(node: Any) -> str | None:

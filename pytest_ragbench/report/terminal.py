@@ -62,7 +62,8 @@ def cell_interval(cell: dict[str, Any]) -> str:
 # How each cell's interval was made, as the tables name it (pytest_ragbench.intervals).
 CI_METHODS = {"wilson": "Wilson", "clopper-pearson": "Clopper-Pearson", "bca": "BCa",
               "percentile": "percentile", "t": "t"}
-CI_TAGS = {"wilson": "W", "clopper-pearson": "CP", "bca": "B", "percentile": "P", "t": "t"}
+CI_TAGS = {"wilson": "W", "clopper-pearson": "CP", "bca": "B", "percentile": "P", "t": "t",
+           "identical": "identical"}
 
 
 def ci_method(entry: dict[str, Any]) -> str:
@@ -311,7 +312,7 @@ def comparison_rows(document: dict[str, Any]) -> list[list[str]]:
                 n = str(c.get("n")) + (f" ({c['n_clusters']} cl.)" if c.get("n_clusters") else "")
                 rows.append([name, kind, metric, str(c.get("test")), n, signed(c.get("delta")),
                              _diff_ci(c), p_text(c), p_text(c, "p_holm"),
-                             effect(c.get("effect_size")), verdict(c)])
+                             effect(c), verdict(c)])
     return rows
 
 

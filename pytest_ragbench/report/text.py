@@ -54,15 +54,18 @@ def p_text(c: dict[str, Any], key: str = "p_value") -> str:
     value = c.get(key)
     if value is None:
         return "undefined"
+    method = c.get("p_method") or ""
     floor = c.get("p_resolution")
-    bounded = c.get("p_method") == "hoeffding bound" or (
-        c.get("p_method") == "monte-carlo" and floor is not None and c["p_value"] <= floor)
+    bounded = method.startswith("hoeffding bound") or method.endswith("below 1e-300") or (
+        method == "monte-carlo" and floor is not None and c["p_value"] <= floor)
     if bounded and value < 1:
         return f"<{max(value, 1e-300):.2g}"
     return f"{value:.3g}"
 
 
-def effect(value: Any) -> str:
-    if value is None:
-        return "-"
-    return value if isinstance(value, str) else f"{value:+.2f}"
+def effect(c: dict[str, Any]) -> str:
+    """A comparison's Cohen's d, or why it has none (``n too small``, ``no spread``)."""
+    value = c.get("effect_size")
+    if value is None or isinstance(value, str):  # a str: "inf" in runs saved before
+        return c.get("effect_size_note") or "-"
+    return f"{value:+.2f}"

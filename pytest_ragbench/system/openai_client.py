@@ -525,9 +525,9 @@ class OpenAICompatibleClient:
 
 
 def _endpoint(base_url: str) -> str:
-   """``{base_url}/chat/completions``, keeping a query of the base URL (``/v1?key=...``)."""
-   base, mark, query = base_url.partition("?")
-   return f"{base.rstrip('/')}/chat/completions{mark}{query}"
+    """``{base_url}/chat/completions``, keeping a query of the base URL (``/v1?key=...``)."""
+    base, mark, query = base_url.partition("?")
+    return f"{base.rstrip('/')}/chat/completions{mark}{query}"
 
 
 def _in_mode(mode: str, body: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
