@@ -50,7 +50,10 @@ def read(path: Path, keys: Sequence[str] = ()) -> SettingsFile | None:
     None when the file does not exist; :class:`ConfigError` naming the file and the key
     for anything that is not a table of finite numbers.
     """
-    if not path.is_file():
+    try:
+        if not path.is_file():
+            return None
+    except OSError:  # a folder that cannot be searched: its cases are not collected either
         return None
     try:
         data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -176,7 +179,11 @@ def skipper(norecursedirs: Sequence[str], ignored: Iterable[Path]) -> Callable[[
         if any(fnmatch.fnmatch(folder.name, pattern) or fnmatch.fnmatch(str(folder), pattern)
                for pattern in norecursedirs):
             return True
-        return (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta" / "history").is_file()
+        try:
+            return ((folder / "pyvenv.cfg").is_file()
+                    or (folder / "conda-meta" / "history").is_file())
+        except OSError:  # cannot be searched: collection warns about it, nothing to read here
+            return True
 
     return skip
 
