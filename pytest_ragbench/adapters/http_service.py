@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import re
 import time
 import weakref
@@ -44,9 +43,15 @@ from jmespath.exceptions import JMESPathError
 
 from pytest_ragbench.adapters.common import make_context
 from pytest_ragbench.errors import ConfigError, ModelCallError
-from pytest_ragbench.redact import mask_url, register
+from pytest_ragbench.redact import mask_url, register, scrub
 from pytest_ragbench.system.aio import LoopThread
-from pytest_ragbench.system.openai_client import RETRY_STATUS, _retry_after
+from pytest_ragbench.system.openai_client import (
+    RETRY_STATUS,
+    _LoopState,
+    _Retry,
+    _retry_after,
+    backoff_s,
+)
 from pytest_ragbench.system.prompts import shorten
 from pytest_ragbench.system.protocols import Answer, Context, as_messages
 from pytest_ragbench.system.streaming import StreamClock
@@ -263,18 +268,6 @@ async def _read_events(response: httpx.Response, reading: _Reading, sse: bool) -
 
 # -- the system ---------------------------------------------------------------------------------
 
-class _Retry(Exception):
-    def __init__(self, reason: str, delay: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason, self.delay = reason, delay
-
-
-@dataclass
-class _LoopState:
-    client: httpx.AsyncClient
-    semaphore: asyncio.Semaphore
-
-
 class HttpServiceSystem:
     """``answer(question, history=None)`` by one POST to the service (see the module)."""
 
@@ -284,8 +277,6 @@ class HttpServiceSystem:
         self.spec = spec
         self._headers = {"Content-Type": "application/json",
                          "Accept": "application/json, text/event-stream", **spec.headers()}
-        self._secrets = [value for name, value in self._headers.items()
-                         if name in dict(spec.header_env) and value]
         self.timeout_s, self.max_retries, self.concurrency = timeout_s, max_retries, concurrency
         self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
         self.max_retry_after_s = max_retry_after_s
@@ -390,14 +381,11 @@ class HttpServiceSystem:
         return state
 
     def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        # the header values were registered as secrets when read (ServiceSpec.headers)
+        return scrub(text)
 
     def _backoff(self, attempt: int) -> float:
-        """Exponential backoff with equal jitter: half fixed, half random."""
-        ceiling = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
-        return ceiling / 2 + random.uniform(0, ceiling / 2)
+        return backoff_s(attempt, self.backoff_base_s, self.backoff_max_s)
 
     def close(self) -> None:
         """Close the connection pools, and the background loop if the system owns it."""

@@ -519,9 +519,13 @@ class OpenAICompatibleClient:
         return joined
 
     def _backoff(self, attempt: int) -> float:
-        """Exponential backoff with equal jitter: half fixed, half random."""
-        ceiling = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
-        return ceiling / 2 + random.uniform(0, ceiling / 2)
+        return backoff_s(attempt, self.backoff_base_s, self.backoff_max_s)
+
+
+def backoff_s(attempt: int, base_s: float, max_s: float) -> float:
+    """Exponential backoff with equal jitter: half fixed, half random."""
+    ceiling = min(max_s, base_s * 2 ** (attempt - 1))
+    return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
 def _endpoint(base_url: str) -> str:
