@@ -9,31 +9,19 @@ registry (smaller is better for timings).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.metrics.registry import REGISTRY
+from pytest_ragbench.setting_files import finite_numbers
 
 if TYPE_CHECKING:
     from pytest_ragbench.kinds import ItemKind
 
 
 def flatten(table: dict[str, Any], prefix: str = "") -> dict[str, float]:
-    """Flatten nested TOML tables into ``{"kind.metric": value}``."""
-    flat: dict[str, float] = {}
-    for key, value in table.items():
-        name = f"{prefix}.{key}" if prefix else str(key)
-        if isinstance(value, dict):
-            flat.update(flatten(value, name))
-        elif isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"threshold {name!r} must be a number, got {value!r}")
-        elif not math.isfinite(value):
-            raise ConfigError(f"threshold {name!r} must be a finite number, got {value!r}")
-        else:
-            flat[name] = float(value)
-    return flat
+    """Flatten nested TOML tables into ``{"kind.metric": value}``, each a finite number."""
+    return finite_numbers(table, "threshold", prefix)
 
 
 def resolve(kind: ItemKind, configured: dict[str, Any],
