@@ -3,7 +3,7 @@
     python benchmarks/bench_intervals.py               # 4000 sessions per cell (minutes)
     python benchmarks/bench_intervals.py --sessions 400 --resamples 2000   # a quick look
 
-Every number comes from the report's own code (``pytest_ragbench.intervals.cell_intervals``,
+Every number comes from the report's own code (``pytest_ragbench.stats.intervals.cell_intervals``,
 what ``results.json`` holds for a metric cell), on sessions drawn with a fixed seed:
 
 1. coverage: the share of sessions whose 95% interval holds the true mean, for 0/1 metrics
@@ -43,7 +43,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pytest_ragbench import intervals, stats
+from pytest_ragbench.stats import core as stats
+from pytest_ragbench.stats import intervals
 
 SEED = 20260611
 SIZES = (2, 3, 5, 10, 30, 38, 100)

@@ -28,7 +28,7 @@ Tables:
 2. the ``--ragbench-gate ci-lower`` gate on a calibrated metric whose human mean sits
    exactly at the gate's bound: the share of sessions that pass (aim <= 2.5% + simulation
    error) and the price, how far below the true mean the bound lies on average. The
-   report's gate bound (``report/calibration.py``, ``ppi_gate_low``) is the more
+   report's gate bound (``results/calibration.py``, ``ppi_gate_low``) is the more
    pessimistic of the PPI++ bound and the labels' exact bound (Clopper-Pearson for 0/1
    labels). Beside it: the PPI++ bound alone (large-sample), and a finite-sample bound that
    uses the judge, "PPI betting" (:func:`ppi_betting_lower` below: the judge's mean
@@ -59,9 +59,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_ragbench import intervals
-from pytest_ragbench.report.calibration import ppi_section
-from pytest_ragbench.stats import ppi_mean_ci, t_ci
+from pytest_ragbench.results.calibration import ppi_section
+from pytest_ragbench.stats import intervals, ppi_mean_ci, t_ci
 
 HUMAN_MEAN = 0.6
 WIKIQA = (Path(__file__).resolve().parents[2] / "shared" / "oracles" / "wikiqa-labels"
@@ -205,7 +204,7 @@ def wikiqa_proxies(path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     proxies = {"token F1 (answer vs question)":
                np.array([float(token_f1(a, q)) for a, q in zip(answers, questions, strict=True)])}
     try:
-        from pytest_ragbench.system.embedder import SentenceTransformerEmbedder
+        from pytest_ragbench.systems.embedder import SentenceTransformerEmbedder
 
         embedder = SentenceTransformerEmbedder()
         cosine = (embedder.embed(questions) * embedder.embed(answers)).sum(axis=1)

@@ -45,11 +45,11 @@ import numpy as np
 
 from pytest_ragbench.errors import CaseError
 from pytest_ragbench.formats.beir import read_qrels, read_queries
-from pytest_ragbench.kinds.beir import read_documents
+from pytest_ragbench.kinds.beir.runner import read_documents
 from pytest_ragbench.metrics import evaluate_run
-from pytest_ragbench.system.protocols import Document
-from pytest_ragbench.system.retrievers import search_text
-from pytest_ragbench.system.sparse import SparseEncoder
+from pytest_ragbench.systems.protocols import Document
+from pytest_ragbench.systems.retrievers import search_text
+from pytest_ragbench.systems.sparse import SparseEncoder
 
 ORACLES = Path(__file__).resolve().parent.parent.parent / "shared" / "oracles" / "beir-subsets"
 MODES = ("dense", "bm25", "hybrid")
@@ -81,8 +81,8 @@ def load(docs: int) -> tuple[list[Document], dict[str, str], dict[str, dict[str,
 
 
 def embed_once(documents: list[Document], queries: list[str], cache: Path) -> Precomputed:
-    from pytest_ragbench.system.cache import Caches
-    from pytest_ragbench.system.embedder import SentenceTransformerEmbedder
+    from pytest_ragbench.systems.cache import Caches
+    from pytest_ragbench.systems.embedder import SentenceTransformerEmbedder
 
     embedder = SentenceTransformerEmbedder(cache=Caches.open(cache).embeddings)
     texts = [search_text(d) for d in documents] + list(queries)
@@ -137,7 +137,7 @@ def bench_retriever(engine: str, build: Callable[[str], Any], documents: list[Do
 
 
 def faiss_rows(embedder: Precomputed, *args: Any) -> list[Row]:
-    from pytest_ragbench.system.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
+    from pytest_ragbench.systems.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 
     def build(mode: str) -> Any:
         if mode == "dense":
@@ -150,8 +150,8 @@ def faiss_rows(embedder: Precomputed, *args: Any) -> list[Row]:
 
 
 def qdrant_rows(engine: str, embedder: Precomputed, location: Any, *args: Any) -> list[Row]:
-    from pytest_ragbench.system.qdrant import QdrantRetriever
-    from pytest_ragbench.system.qdrant_connection import QdrantConnection
+    from pytest_ragbench.systems.qdrant.connection import QdrantConnection
+    from pytest_ragbench.systems.qdrant.retriever import QdrantRetriever
 
     connection = QdrantConnection(location)
     names: list[str] = []
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="embedding cache folder (default .ragbench_cache)")
     parser.add_argument("--qdrant-url", help="also benchmark this Qdrant server or cluster")
     args = parser.parse_args(argv)
-    from pytest_ragbench.system.qdrant_connection import QdrantLocation
+    from pytest_ragbench.systems.qdrant.connection import QdrantLocation
 
     documents, queries, qrels = load(args.docs)
     print(f"DBpedia subset: {len(documents)} documents, {len(queries)} judged queries "

@@ -30,9 +30,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_ragbench.config import RagbenchConfig
-from pytest_ragbench.records import ItemRecord
-from pytest_ragbench.report import document, files, html, terminal
+from pytest_ragbench.config.settings import RagbenchConfig
+from pytest_ragbench.render import files, html, terminal
+from pytest_ragbench.results import document
+from pytest_ragbench.results.records import ItemRecord
 
 METRICS = ("token_f1", "semantic_similarity", "keyword_overlap", "faithfulness",
            "answer_relevancy", "context_precision")

@@ -32,8 +32,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_ragbench.system.loopback import server_process
-from pytest_ragbench.system.protocols import AnswerRequest, Document
+from pytest_ragbench.systems.protocols import AnswerRequest, Document
+from pytest_ragbench.testing import server_process
 
 ORACLES = Path(__file__).resolve().parent.parent.parent / "shared" / "oracles" / "beir-subsets"
 VERDICT = '{"reason": "The response answers the question.", "verdict": 1}'
@@ -52,7 +52,7 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def load_texts(passages: int, queries: int) -> tuple[list[Document], list[str]]:
     """Real MS MARCO passages and queries from the oracle folder, else synthetic text."""
-    from pytest_ragbench.system.corpus import load_corpus
+    from pytest_ragbench.systems.corpus import load_corpus
 
     if (ORACLES / "msmarco" / "corpus.jsonl").is_file():
         corpus = load_corpus([ORACLES / "msmarco"], errors=[])
@@ -85,10 +85,10 @@ def loopback_process(latency: float) -> Iterator[_Server]:
 # --- (a) concurrency --------------------------------------------------------------------
 
 def bench_concurrency(items: int, latency: float, concurrency: int, ragas: bool) -> list[Row]:
-    from pytest_ragbench.system.default_system import EmbeddedSystem
-    from pytest_ragbench.system.openai_client import OpenAICompatibleClient
-    from pytest_ragbench.system.prefetch import Prefetcher, answer_many
-    from pytest_ragbench.system.retrievers import BM25Retriever
+    from pytest_ragbench.run.prefetch import Prefetcher, answer_many
+    from pytest_ragbench.systems.default import EmbeddedSystem
+    from pytest_ragbench.systems.openai_client import OpenAICompatibleClient
+    from pytest_ragbench.systems.retrievers import BM25Retriever
 
     ideal = items * latency / concurrency
     rows: list[Row] = [("(a) ideal N·L/c", f"{ideal:.2f} s",
@@ -172,9 +172,9 @@ def bench_ragas(url: str, questions: list[str], concurrency: int, ideal: float) 
 # --- (b) cold vs warm cache ---------------------------------------------------------------
 
 def bench_cache(passages: int, queries: int) -> list[Row]:
-    from pytest_ragbench.system.cache import Caches
-    from pytest_ragbench.system.embedder import SentenceTransformerEmbedder
-    from pytest_ragbench.system.retrievers import default_retriever
+    from pytest_ragbench.systems.cache import Caches
+    from pytest_ragbench.systems.embedder import SentenceTransformerEmbedder
+    from pytest_ragbench.systems.retrievers import default_retriever
 
     docs, asked = load_texts(passages, queries)
     with tempfile.TemporaryDirectory() as tmp:
@@ -203,8 +203,8 @@ def bench_cache(passages: int, queries: int) -> list[Row]:
 def bench_embedding(count: int, rounds: int, chunk: int = 100) -> list[Row]:
     from sentence_transformers import SentenceTransformer
 
-    from pytest_ragbench.system.cache import Caches
-    from pytest_ragbench.system.embedder import SentenceTransformerEmbedder, minilm_path
+    from pytest_ragbench.systems.cache import Caches
+    from pytest_ragbench.systems.embedder import SentenceTransformerEmbedder, minilm_path
 
     docs, _ = load_texts(count, 0)
     texts = [d.text for d in docs]

@@ -12,7 +12,7 @@ repository), so every run starts equally warm and none warms the next:
 
 - generator ``local``: the embedded SmolLM2 (llama.cpp); its answers come from the cache;
 - generator ``remote``: ``--ragbench-llm-url`` pointing at the loopback OpenAI-compatible
-  server (``pytest_ragbench/system/loopback.py``, its own process) answering each call
+  server (``pytest_ragbench/testing.py``, its own process) answering each call
   after 100 ms; its answers are never in the cache, so every generator call waits;
 - load ``quiet``: nothing else running; ``+1 CPU-bound``: one ``while True: pass``
   process competes for the cores during the run (as on a shared CI runner).
@@ -41,7 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pytest_ragbench.system.loopback import server_process  # noqa: E402
+from pytest_ragbench.testing import server_process  # noqa: E402
 
 LATENCY_S = 0.1
 TARGETS = {"local": 1.1, "remote": 1.0}  # -n 2 wall / serial wall, at most (remote: below)

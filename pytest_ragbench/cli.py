@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.datasets import cli as dataset_cli
+from pytest_ragbench.datasets import command as dataset_cli
 
 VERIFY_KINDS = ("sql", "hybrid")
 

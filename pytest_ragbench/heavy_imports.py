@@ -2,7 +2,7 @@
 
 An exception raised in the middle of an import leaves the library half-initialised:
 pytest-timeout's ``signal`` method raises its timeout wherever the main thread is, Ctrl-C
-and SIGTERM (report/interruption.py) raise ``KeyboardInterrupt`` there, and when that is
+and SIGTERM (run/interruption.py) raise ``KeyboardInterrupt`` there, and when that is
 inside a library's ``__init__`` (or importlib's own bookkeeping), the half-run package can
 stay in ``sys.modules``; every later ``import nltk`` then gets it ("partially initialized
 module 'nltk' has no attribute 'data'"). :func:`import_whole` prevents that:

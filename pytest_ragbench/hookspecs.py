@@ -14,7 +14,7 @@ def pytest_ragbench_systems(config: pytest.Config) -> dict[str, Any] | None:
 
     A factory is called once per session (per xdist worker) with the session-scoped
     ``pytest.FixtureRequest`` and returns an object with ``answer(question, history=None)``
-    (see ``pytest_ragbench.system``); it may ask the request for fixtures
+    (see ``pytest_ragbench.systems``); it may ask the request for fixtures
     (``request.getfixturevalue("ragbench_llm")``), and skip (``pytest.skip``) when it cannot
     run here. Names are letters, digits, ``_`` and ``.``; a name replaces the built-in
     system of that name (``dense``, ``bm25``, ``hybrid``, ``default``). The names given to

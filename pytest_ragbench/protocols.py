@@ -12,10 +12,10 @@ Override a fixture with any object that has these methods (nothing has to inheri
 | ``ragbench_memory`` | :class:`MemoryStore` | ``add_interaction``, ``search_memories``, ``clear`` |
 
 A fixture whose object lacks a method or does not take its arguments fails the session
-at setup with one message (:mod:`pytest_ragbench.system.checks`).
+at setup with one message (:mod:`pytest_ragbench.systems.checks`).
 """  # noqa: E501
 
-from pytest_ragbench.system.protocols import (
+from pytest_ragbench.systems.protocols import (
     Answer,
     Context,
     Document,

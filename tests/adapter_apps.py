@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_ragbench.system.protocols import Answer, Context, Document
+from pytest_ragbench.systems.protocols import Answer, Context, Document
 
 ANSWER = "The documents cover this; the first source gives the details."
 USAGE = {"prompt_tokens": 40, "completion_tokens": 9, "total_tokens": 49}
@@ -204,7 +204,7 @@ def haystack_pipeline(retriever: Any, log: str | Path | None = None, top_k: int 
 SYSTEMS_CONFTEST = '''
 from apps import DirectSystem, haystack_pipeline, langchain_chain, llama_index_engine
 from pytest_ragbench.adapters import haystack, langchain, llama_index
-from pytest_ragbench.system.fixtures import builtin_retriever
+from pytest_ragbench.systems.fixtures import builtin_retriever
 
 
 def dense(request):

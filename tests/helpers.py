@@ -26,7 +26,7 @@ cases:
 
 def four_documents() -> list:
     """Four short documents on unrelated topics (Lakers, Eiffel Tower, Python, coffee)."""
-    from pytest_ragbench.system.protocols import Document
+    from pytest_ragbench.systems.protocols import Document
 
     topics = [
         ("Lakers", "The Lakers won the 2020 NBA title. They beat the Miami Heat in six games."),

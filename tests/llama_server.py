@@ -81,7 +81,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     """The bundled SmolLM2 served by ``python -m llama_cpp.server`` on 127.0.0.1."""
     import importlib.util
 
-    from pytest_ragbench.system.local_llm import default_threads, find_gguf
+    from pytest_ragbench.systems.local_llm import default_threads, find_gguf
 
     for module in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context",
                    "pydantic_settings"):

@@ -40,15 +40,15 @@ READY_TIMEOUT_S = 240.0  # the dense service loads torch and MiniLM first
 
 
 def build_retriever(corpus: str, kind: str) -> Any:
-    from pytest_ragbench.system.corpus import load_corpus
+    from pytest_ragbench.systems.corpus import load_corpus
 
     documents = load_corpus([corpus])
     if kind == "keyword":
         from tests.adapter_apps import KeywordRetriever
 
         return KeywordRetriever(documents)
-    from pytest_ragbench.system.embedder import SentenceTransformerEmbedder
-    from pytest_ragbench.system.retrievers import DenseRetriever
+    from pytest_ragbench.systems.embedder import SentenceTransformerEmbedder
+    from pytest_ragbench.systems.retrievers import DenseRetriever
 
     retriever = DenseRetriever(SentenceTransformerEmbedder())
     retriever.index(documents)

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pytest_ragbench.system.protocols import Answer
+from pytest_ragbench.systems.protocols import Answer
 
 TIMERS = Path(__file__).with_name("timers.log")  # not .jsonl: that would be collected
 

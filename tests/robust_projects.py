@@ -80,7 +80,7 @@ class ExactStringRetriever:
 
 @pytest.fixture(scope="session")
 def ragbench_retriever(ragbench_embedder, ragbench_corpus):
-    from pytest_ragbench.system.retrievers import default_retriever
+    from pytest_ragbench.systems.retrievers import default_retriever
 
     retriever = ExactStringRetriever(default_retriever(ragbench_embedder))
     retriever.index(ragbench_corpus)
@@ -94,7 +94,7 @@ import json
 import os
 import re
 import pytest
-from pytest_ragbench.system.protocols import Answer, Context
+from pytest_ragbench.systems.protocols import Answer, Context
 
 PAYLOADS = ("PINEAPPLE", "ZEBRA42", "BANANARAMA", "QUOKKA")
 GOOD = tuple(Context(f"good#{i}", "PIE is Player Impact Estimate.", 1.0, {}) for i in range(3))

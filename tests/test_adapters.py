@@ -19,7 +19,7 @@ import pytest
 from pytest_ragbench.cases.model import Turn
 from pytest_ragbench.errors import UnusableReply
 from pytest_ragbench.metrics.grades import agrade
-from pytest_ragbench.system.protocols import Usage
+from pytest_ragbench.systems.protocols import Usage
 from tests.adapter_apps import ANSWER, USAGE, KeywordRetriever
 from tests.helpers import four_documents
 

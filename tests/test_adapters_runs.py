@@ -69,7 +69,7 @@ import pytest
 {build_import}
 from apps import KeywordRetriever
 from pytest_ragbench.adapters import {module}
-from pytest_ragbench.system.corpus import load_corpus
+from pytest_ragbench.systems.corpus import load_corpus
 
 kwargs = {{"chat": True}} if "{module}" == "llama_index" else {{}}
 APP = build(KeywordRetriever(load_corpus(["test_cases/corpus"])), log="prompts.jsonl", **kwargs)

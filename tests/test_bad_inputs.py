@@ -161,7 +161,7 @@ def test_database_that_never_answers_fails_within_the_connect_timeout(
 
 LLM_ONLY_SYSTEM = """
 import pytest
-from pytest_ragbench.system.protocols import Answer
+from pytest_ragbench.systems.protocols import Answer
 
 
 class LlmOnly:
@@ -182,7 +182,7 @@ def ragbench_system(ragbench_llm):
 @pytest.mark.parametrize("mode", XDIST_MODES, ids=MODE_IDS)
 def test_model_server_that_hangs_costs_retries_times_timeout(
         project: RagbenchProject, mode: tuple[str, ...]) -> None:
-    from pytest_ragbench.system.loopback import LoopbackServer
+    from pytest_ragbench.testing import LoopbackServer
 
     project.makeconftest(LLM_ONLY_SYSTEM)
     with LoopbackServer() as server:
@@ -207,7 +207,7 @@ def test_a_dead_judge_costs_one_calls_bound_not_one_per_row(project: RagbenchPro
     negotiation lock held through the retries they hung one after another (~31 minutes
     at the default timeout and retries).
     """
-    from pytest_ragbench.system.loopback import LoopbackServer
+    from pytest_ragbench.testing import LoopbackServer
 
     rows = "".join(f'"{city}","[{{\'page_content\': \'{city} is a city.\'}}]",'
                    f'"",2024-01-01,"Which city is number {i}?"\n'
@@ -242,7 +242,7 @@ def test_a_read_only_cache_is_read_with_one_warning(project: RagbenchProject,
     """
     import sys
 
-    from pytest_ragbench.system.loopback import LoopbackServer
+    from pytest_ragbench.testing import LoopbackServer
     from tests.helpers import as_user
 
     rows = "".join(f'"{city}","[{{\'page_content\': \'{city} is a city.\'}}]",'
@@ -284,7 +284,7 @@ def _longest_string(value: object) -> int:
 
 def test_a_50_mb_model_reply_is_stored_cut(project: RagbenchProject) -> None:
     """The generator answers 50 MB: the cache, the records and the reports keep 1 MB of it."""
-    from pytest_ragbench.system.loopback import LoopbackServer
+    from pytest_ragbench.testing import LoopbackServer
 
     project.cases("cities.ragcsv.csv",
                   '"Paris","[{\'page_content\': \'Paris is a city.\'}]","",2024-01-01,'
@@ -309,7 +309,7 @@ def test_a_50_mb_model_reply_is_stored_cut(project: RagbenchProject) -> None:
 
 BIG_SYSTEM = """
 import pytest
-from pytest_ragbench.system.protocols import Answer
+from pytest_ragbench.systems.protocols import Answer
 
 
 class Talkative:

@@ -11,13 +11,14 @@ import pytest
 from scipy import stats as sps
 from sklearn.metrics import cohen_kappa_score
 
-from pytest_ragbench import stats
 from pytest_ragbench.cases import load_file
 from pytest_ragbench.cases.labels import Label, LabelFile, read_labels
-from pytest_ragbench.config import RagbenchConfig
+from pytest_ragbench.config.settings import RagbenchConfig
 from pytest_ragbench.errors import ConfigError
-from pytest_ragbench.records import ItemRecord
-from pytest_ragbench.report import calibration, document, gates, terminal
+from pytest_ragbench.render import terminal
+from pytest_ragbench.results import calibration, document, gates
+from pytest_ragbench.results.records import ItemRecord
+from pytest_ragbench.stats import core as stats
 
 KEYS = {"n_labeled", "n_judged", "judge_mean", "human_mean", "agreement", "kappa", "bias",
         "bias_ci_low", "bias_ci_high", "ppi_mean", "ppi_ci_low", "ppi_ci_high", "ppi_method",

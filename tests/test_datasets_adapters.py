@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragbench.datasets.adapters import ADAPTERS, beir, cases, get_adapter, qa, ragcsv
+from pytest_ragbench.datasets.sources import ADAPTERS, beir, cases, get_adapter, qa, ragcsv
 from pytest_ragbench.formats.beir import read_beir
 from tests.conftest import REPO_ROOT, oracle_file
 

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from pytest_ragbench.cli import main
-from pytest_ragbench.datasets import cli as dataset_cli
+from pytest_ragbench.datasets import command as dataset_cli
 from pytest_ragbench.datasets.export import read_jsonl
 from pytest_ragbench.datasets.sample import load_schema
 from tests.conftest import REPO_ROOT, oracle_file

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragbench.datasets.adapters import code
+from pytest_ragbench.datasets.sources import code
 from pytest_ragbench.errors import CaseError
 from tests.conftest import oracle_file
 

@@ -13,10 +13,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_ragbench.datasets.adapters import beir, cases, code, qa, ragcsv, tables
-from pytest_ragbench.datasets.adapters.base import AdaptResult
 from pytest_ragbench.datasets.readers import read_records
 from pytest_ragbench.datasets.sample import NormalizedSample
+from pytest_ragbench.datasets.sources import beir, cases, code, qa, ragcsv, tables
+from pytest_ragbench.datasets.sources.base import AdaptResult
 from pytest_ragbench.errors import CaseError
 from pytest_ragbench.formats.beir import BeirDocument, BeirFolder, read_beir
 from pytest_ragbench.formats.ragcsv import parse_row, read_ragcsv

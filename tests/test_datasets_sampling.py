@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragbench.datasets.config import Quota, load_config
 from pytest_ragbench.datasets.export import write_jsonl, write_manifest
+from pytest_ragbench.datasets.quotas import Quota, load_config
 from pytest_ragbench.datasets.sample import NormalizedSample
 from pytest_ragbench.datasets.sampling import (
     stratified_sample,

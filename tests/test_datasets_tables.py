@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragbench.datasets.adapters import tables
-from pytest_ragbench.datasets.adapters.base import AdaptResult
-from pytest_ragbench.datasets.adapters.numbers import format_number, parse_number
 from pytest_ragbench.datasets.markdown_table import normalise_grid, parse_markdown_table
 from pytest_ragbench.datasets.sample import NormalizedSample
+from pytest_ragbench.datasets.sources import tables
+from pytest_ragbench.datasets.sources.base import AdaptResult
+from pytest_ragbench.datasets.sources.numbers import format_number, parse_number
 from pytest_ragbench.errors import CaseError
 from tests.conftest import oracle_file
 

@@ -19,12 +19,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_ragbench.cases.build import build_case
-from pytest_ragbench.cases.records import RawRecord
+from pytest_ragbench.cases.raw import RawRecord
 from pytest_ragbench.errors import CaseError
 from pytest_ragbench.formats.ragcsv import parse_row
 from pytest_ragbench.metrics.answer import fact_recall, normalize_fact
 from pytest_ragbench.metrics.registry import Unscored
-from pytest_ragbench.report import coverage
+from pytest_ragbench.results import coverage
 from tests.helpers import failure_section
 from tests.project import RagbenchProject
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from tests.import_graph import ImportGraph
 
 ROOT = Path(__file__).resolve().parents[1]
-PLUGIN_LOAD = ("pytest_ragbench.plugin", "pytest_ragbench.options", "pytest_ragbench.config")
+PLUGIN_LOAD = ("pytest_ragbench.plugin", "pytest_ragbench.config.options", "pytest_ragbench.config")
 
 
 def test_no_import_cycle() -> None:

@@ -25,8 +25,9 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.report import files, journal, resume
-from pytest_ragbench.report.interruption import run_status
+from pytest_ragbench.render import files
+from pytest_ragbench.run import journal, resume
+from pytest_ragbench.run.interruption import run_status
 from tests.browser import browser, require_chromium
 from tests.project import RagbenchProject
 from tests.toy_project import make_toy_project
@@ -377,7 +378,7 @@ def test_a_kill_while_writing_leaves_the_files_of_one_run(pytester: pytest.Pytes
 
 import os
 import signal
-from pytest_ragbench.report import files as _files
+from pytest_ragbench.render import files as _files
 
 if os.environ.get("KILL_IN_HTML"):
     def _killed(*args, **kwargs):

@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from pytest_ragbench import intervals, stats
-from pytest_ragbench.intervals import CellData, cell_interval, cell_intervals
+from pytest_ragbench.stats import core as stats
+from pytest_ragbench.stats import intervals
+from pytest_ragbench.stats.intervals import CellData, cell_interval, cell_intervals
 
 SESSIONS = 20_000
 

@@ -15,9 +15,10 @@ import pytest
 
 from pytest_ragbench.kinds.answer_common import Scores, retrieval_k, score_sources
 from pytest_ragbench.metrics.registry import REGISTRY
-from pytest_ragbench.records import ItemRecord
-from pytest_ragbench.report import compare, cutoffs, gates, stages
-from pytest_ragbench.system.protocols import Context
+from pytest_ragbench.results import comparisons as compare
+from pytest_ragbench.results import cutoffs, gates, stages
+from pytest_ragbench.results.records import ItemRecord
+from pytest_ragbench.systems.protocols import Context
 from tests.project import RagbenchProject
 
 
@@ -139,7 +140,7 @@ def test_records_that_keep_no_ranking_list_the_common_k_as_not_compared() -> Non
 
 
 def test_the_terminal_and_the_page_list_what_was_not_compared() -> None:
-    from pytest_ragbench.report import html, terminal
+    from pytest_ragbench.render import html, terminal
 
     compared, _ = compare.compare_baseline(_records(2, LOST), _records(4, LOST, keep=False))
     document = {"comparisons": compare.nest(compared.comparisons),

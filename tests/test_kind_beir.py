@@ -99,7 +99,7 @@ def test_a_worse_retriever_turns_the_bundled_gates_red(pytester: pytest.Pytester
     project = _bundled_project(pytester)
     project.makeconftest("""
         import pytest
-        from pytest_ragbench.system.retrievers import DenseRetriever
+        from pytest_ragbench.systems.retrievers import DenseRetriever
 
         @pytest.fixture(scope="session")
         def ragbench_beir_retriever_factory(ragbench_embedder, ragbench_cache):
@@ -129,7 +129,7 @@ CORPUS = [
 QUERIES = {"q1": "France", "q2": "capital of Germany", "q3": "city on the Tiber"}
 BM25_FACTORY = """
     import pytest
-    from pytest_ragbench.system.retrievers import BM25Retriever
+    from pytest_ragbench.systems.retrievers import BM25Retriever
 
     @pytest.fixture(scope="session")
     def ragbench_beir_retriever_factory():

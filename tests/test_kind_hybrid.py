@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_ragbench.system.loopback import LoopbackServer
+from pytest_ragbench.testing import LoopbackServer
 from tests.helpers import failure_section
 from tests.project import RagbenchProject
 
@@ -115,7 +115,7 @@ def test_values_with_number_tolerance_and_similarity(project: RagbenchProject,
 
 SQL_SYSTEM = """
 import pytest
-from pytest_ragbench.system.protocols import Answer, Context
+from pytest_ragbench.systems.protocols import Answer, Context
 
 CONTEXTS = (Context("lakers.md#0", "The Lakers, from Los Angeles ...", 0.9, {"source": "lakers.md"}),
             Context("heat.md#0", "The Heat began a rebuild ...", 0.5, {"source": "heat.md"}))

@@ -70,7 +70,7 @@ def test_a_store_that_forgets_fails_with_the_evidence(project: RagbenchProject) 
     """A deliberately worse memory store (keeps only the first memory) fails on recall."""
     project.makeconftest("""
         import pytest
-        from pytest_ragbench.system.memory import EmbeddingMemoryStore
+        from pytest_ragbench.systems.memory import EmbeddingMemoryStore
 
         class Forgetful(EmbeddingMemoryStore):
             def search_memories(self, query, top_k=5, **kwargs):
@@ -111,7 +111,7 @@ def test_an_out_of_range_index_is_one_clear_error(project: RagbenchProject) -> N
 
 def test_the_judge_rates_each_retrieved_memory(project: RagbenchProject) -> None:
     """LLM-as-judge relevance: 0-10 per retrieved memory, reported /10."""
-    from pytest_ragbench.system.loopback import LoopbackServer
+    from pytest_ragbench.testing import LoopbackServer
     from tests.scripted_judge import ScriptedJudge
 
     def grade(prompt: str) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.system.loopback import LoopbackServer
+from pytest_ragbench.testing import LoopbackServer
 from tests.conftest import REPO_ROOT
 from tests.helpers import failure_section
 from tests.project import RagbenchProject
@@ -44,7 +44,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pytest_ragbench.system.protocols import Answer, Context, Generation
+from pytest_ragbench.systems.protocols import Answer, Context, Generation
 
 LOG = Path(__file__).with_name("calls.log")  # not .jsonl: that would be collected
 ANSWER = {answer!r}
@@ -326,7 +326,7 @@ def test_the_bundled_gates_pass_answers_drawn_from_the_contexts(
 
 def test_an_empty_answer_fails_the_item_and_is_not_scored() -> None:
     from pytest_ragbench.cases.model import RagasCase
-    from pytest_ragbench.kinds.ragas import Evaluation, Supplied, outcome
+    from pytest_ragbench.kinds.ragas.runner import Evaluation, Supplied, outcome
     from pytest_ragbench.metrics import Unscored
     from pytest_ragbench.metrics.judged import JUDGED_METRICS, NO_JUDGE, JudgedScores
 

@@ -1,7 +1,7 @@
 """``ragcsv[<file-stem>:<row>]`` items: the RAGCSV benchmark through real pytest sessions.
 
 The generator and the judge are scripted OpenAI-compatible servers on 127.0.0.1
-(``pytest_ragbench.system.loopback``) running in this process; the pytest session under
+(``pytest_ragbench.testing``) running in this process; the pytest session under
 test runs in a subprocess and talks to them over HTTP. The no-judge path uses the real
 all-MiniLM-L6-v2 embedder.
 """
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.kinds.ragcsv import answer_messages
-from pytest_ragbench.system.loopback import LoopbackServer
+from pytest_ragbench.kinds.ragcsv.runner import answer_messages
+from pytest_ragbench.testing import LoopbackServer
 from tests.helpers import XDIST_MODES, failure_section
 from tests.project import RagbenchProject
 

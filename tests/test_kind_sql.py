@@ -26,7 +26,7 @@ cases:
 
 SYSTEM = """
 import pytest
-from pytest_ragbench.system.protocols import Answer
+from pytest_ragbench.systems.protocols import Answer
 
 ANSWERS = {ANSWERS}
 CALLS = []

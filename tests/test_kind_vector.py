@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.kinds.decline import injection_in, obeyed, refusal_phrase
-from pytest_ragbench.system.loopback import LoopbackServer
+from pytest_ragbench.metrics.decline import injection_in, obeyed, refusal_phrase
+from pytest_ragbench.testing import LoopbackServer
 from tests.conftest import REPO_ROOT
 from tests.helpers import failure_section
 from tests.project import RagbenchProject
@@ -109,7 +109,7 @@ def test_an_answer_that_repeats_the_payload_obeyed() -> None:
 
 def test_a_follow_up_is_retrieved_with_the_users_earlier_turns() -> None:
     from pytest_ragbench.cases.model import Turn
-    from pytest_ragbench.system.default_system import retrieval_query
+    from pytest_ragbench.systems.default import retrieval_query
 
     history = [Turn(role="user", content="Who led the league in assists?"),
                Turn(role="assistant", content="Tyrese Haliburton."),
@@ -390,7 +390,7 @@ def test_the_bundled_vector_cases_fail_with_a_worse_retriever(
 
 REVERSED_RETRIEVER = """
 import pytest
-from pytest_ragbench.system.retrievers import default_retriever
+from pytest_ragbench.systems.retrievers import default_retriever
 
 
 class Reversed:
@@ -431,7 +431,7 @@ def extractive(body: dict[str, Any]) -> str:
 
 def test_a_cached_answer_counts_as_a_cache_hit_without_latency() -> None:
     from pytest_ragbench.kinds.answer_common import usage_of
-    from pytest_ragbench.system.protocols import Answer, Usage
+    from pytest_ragbench.systems.protocols import Answer, Usage
 
     fresh = usage_of(Answer("x", latency_s=2.5, usage=Usage(10, 3, 13)))["system"]
     cached = usage_of(Answer("x", latency_s=0.001, usage=Usage(10, 3, 13), cached=True))["system"]

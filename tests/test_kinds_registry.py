@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ragbench import kinds
-from pytest_ragbench.config import PERTURBATION_KINDS
+from pytest_ragbench.config.settings import PERTURBATION_KINDS
 from pytest_ragbench.metrics.registry import PERTURBATIONS, REGISTRY
 from tests.helpers import XDIST_MODES
 from tests.project import RagbenchProject
@@ -146,7 +146,7 @@ def test_a_plugin_kind_replaces_a_builtin_one_of_the_same_name(
     project.scores_db()
     project.conftest('''
 from pytest_ragbench.kinds import VERIFICATION, ItemKind
-from pytest_ragbench.records import Outcome
+from pytest_ragbench.kinds import Outcome
 
 
 def always(case, context):
@@ -205,7 +205,7 @@ def test_a_metric_the_kind_does_not_declare_fails_the_item(pytester: pytest.Pyte
     project = RagbenchProject(pytester).conftest('''
 from pytest_ragbench.cases.build import text
 from pytest_ragbench.kinds import CaseKind, Field, ItemKind
-from pytest_ragbench.records import Outcome
+from pytest_ragbench.kinds import Outcome
 
 
 def run(case, context):

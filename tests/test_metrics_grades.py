@@ -19,11 +19,11 @@ from pytest_ragbench.metrics.grades import GradeError, agrade, grade_schema, rea
 from pytest_ragbench.metrics.registry import Unscored
 from pytest_ragbench.metrics.relevance import ajudge_relevance, relevance_messages
 from pytest_ragbench.metrics.repeated import JudgeSettings
-from pytest_ragbench.system.cache import Caches
-from pytest_ragbench.system.loopback import LoopbackServer
-from pytest_ragbench.system.openai_client import OpenAICompatibleClient
-from pytest_ragbench.system.prompts import shorten
-from pytest_ragbench.system.protocols import Generation
+from pytest_ragbench.systems.cache import Caches
+from pytest_ragbench.systems.openai_client import OpenAICompatibleClient
+from pytest_ragbench.systems.prompts import shorten
+from pytest_ragbench.systems.protocols import Generation
+from pytest_ragbench.testing import LoopbackServer
 
 GRADE = [{"role": "user", "content": "Expected answer: Paris\n\nActual answer: Paris."}]
 

@@ -29,10 +29,10 @@ from pytest_ragbench.metrics.judged import (
     judged_scores,
 )
 from pytest_ragbench.metrics.registry import UnknownMetricError
-from pytest_ragbench.system.aio import LoopThread
-from pytest_ragbench.system.cache import Caches
-from pytest_ragbench.system.loopback import LoopbackServer
-from pytest_ragbench.system.openai_client import OpenAICompatibleClient
+from pytest_ragbench.systems.aio import LoopThread
+from pytest_ragbench.systems.cache import Caches
+from pytest_ragbench.systems.openai_client import OpenAICompatibleClient
+from pytest_ragbench.testing import LoopbackServer
 from tests.conftest import REPO_ROOT
 from tests.scripted_judge import ScriptedJudge
 
@@ -57,7 +57,7 @@ def server(script: ScriptedJudge) -> Iterator[LoopbackServer]:
 @pytest.fixture(scope="module")
 def embedder() -> Any:
     pytest.importorskip("sentence_transformers", reason="needs the extra 'embed'")
-    from pytest_ragbench.system.embedder import SentenceTransformerEmbedder
+    from pytest_ragbench.systems.embedder import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()
 

@@ -8,7 +8,6 @@ import random
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pytest_ragbench import stats
 from pytest_ragbench.metrics import (
     Unscored,
     evaluate_run,
@@ -19,6 +18,7 @@ from pytest_ragbench.metrics import (
     token_f1,
 )
 from pytest_ragbench.metrics.ir import trec_order
+from pytest_ragbench.stats import core as stats
 
 PROPERTY = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

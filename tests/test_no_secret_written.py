@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.system.loopback import LoopbackServer
+from pytest_ragbench.testing import LoopbackServer
 from tests.helpers import XDIST_MODES
 from tests.project import RagbenchProject
 from tests.test_kind_ragcsv import ROWS, ragcsv_text

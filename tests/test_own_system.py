@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.system import checks
+from pytest_ragbench.systems import checks
 from tests.helpers import XDIST_MODES
 from tests.project import RagbenchProject
 

@@ -21,10 +21,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_ragbench.config import RagbenchConfig
-from pytest_ragbench.records import ItemRecord
-from pytest_ragbench.report import document, html, plots
-from pytest_ragbench.report.plots_ahead import PlotsAhead
+from pytest_ragbench.config.settings import RagbenchConfig
+from pytest_ragbench.render import html, plots
+from pytest_ragbench.results import document
+from pytest_ragbench.results.records import ItemRecord
+from pytest_ragbench.run.plots_ahead import PlotsAhead
 from tests.conftest import REPO_ROOT
 from tests.test_report_render_properties import record_sets
 from tests.toy_project import make_toy_project
@@ -127,7 +128,7 @@ DRAWN_AHEAD_PLUGIN = '''
 import os
 
 def pytest_configure(config):
-    from pytest_ragbench.report import plots_ahead
+    from pytest_ragbench.run import plots_ahead
     original = plots_ahead.draw
     lane = config.workerinput["workerid"] if hasattr(config, "workerinput") else "controller"
 

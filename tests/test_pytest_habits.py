@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.report.terminal import metrics_rows
+from pytest_ragbench.render.terminal import metrics_rows
 from tests.helpers import XDIST_MODES
 from tests.project import RagbenchProject
 

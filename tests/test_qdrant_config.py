@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragbench.config import get_config
+from pytest_ragbench.config.settings import get_config
 
 
 def test_flags_resolve_and_the_report_never_sees_a_password(pytester: pytest.Pytester) -> None:

@@ -1,6 +1,6 @@
 """A Qdrant server that refuses, hangs or answers 5xx: clear errors, bounded time, nothing cached.
 
-The faulty server is the project's loopback server (pytest_ragbench/system/loopback.py),
+The faulty server is the project's loopback server (pytest_ragbench/testing.py),
 which answers any path with the queued fault; a refused connection is a port nobody
 listens on.
 """
@@ -18,16 +18,16 @@ import pytest
 
 pytest.importorskip("qdrant_client", reason="needs the extra 'qdrant'")
 
-from pytest_ragbench.system.loopback import LoopbackServer
-from pytest_ragbench.system.protocols import Document
-from pytest_ragbench.system.qdrant import QdrantRetriever
-from pytest_ragbench.system.qdrant_connection import (
+from pytest_ragbench.systems.protocols import Document
+from pytest_ragbench.systems.qdrant.connection import (
     API_KEY_ENV,
     QdrantConnection,
     QdrantError,
     QdrantLocation,
 )
-from pytest_ragbench.system.qdrant_memory import QdrantMemoryStore
+from pytest_ragbench.systems.qdrant.memory import QdrantMemoryStore
+from pytest_ragbench.systems.qdrant.retriever import QdrantRetriever
+from pytest_ragbench.testing import LoopbackServer
 
 SECRET = "qdrant-secret-key-7f3a"
 DOCS = [Document("a", "Alpha text."), Document("b", "Beta text.")]

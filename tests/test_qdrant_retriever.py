@@ -23,18 +23,18 @@ from qdrant_client import QdrantClient, models
 
 from pytest_ragbench.errors import CaseError
 from pytest_ragbench.formats.beir import read_qrels, read_queries
-from pytest_ragbench.kinds.beir import read_documents
+from pytest_ragbench.kinds.beir.runner import read_documents
 from pytest_ragbench.metrics import evaluate_run
-from pytest_ragbench.system.cache import Caches
-from pytest_ragbench.system.embedder import SentenceTransformerEmbedder
-from pytest_ragbench.system.memory import EmbeddingMemoryStore
-from pytest_ragbench.system.protocols import Document
-from pytest_ragbench.system.qdrant import QdrantRetriever
-from pytest_ragbench.system.qdrant_collection import MANIFEST_KEY
-from pytest_ragbench.system.qdrant_connection import QdrantConnection, QdrantError, QdrantLocation
-from pytest_ragbench.system.qdrant_memory import QdrantMemoryStore
-from pytest_ragbench.system.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
-from pytest_ragbench.system.sparse import SparseEncoder
+from pytest_ragbench.systems.cache import Caches
+from pytest_ragbench.systems.embedder import SentenceTransformerEmbedder
+from pytest_ragbench.systems.memory import EmbeddingMemoryStore
+from pytest_ragbench.systems.protocols import Document
+from pytest_ragbench.systems.qdrant.collection import MANIFEST_KEY
+from pytest_ragbench.systems.qdrant.connection import QdrantConnection, QdrantError, QdrantLocation
+from pytest_ragbench.systems.qdrant.memory import QdrantMemoryStore
+from pytest_ragbench.systems.qdrant.retriever import QdrantRetriever
+from pytest_ragbench.systems.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
+from pytest_ragbench.systems.sparse import SparseEncoder
 from tests.conftest import oracle_file
 from tests.qdrant_support import shared_embedding_cache  # noqa: F401 (a fixture)
 
@@ -150,7 +150,7 @@ def test_bm25_sparse_vectors_score_like_bm25s(memory_connection: QdrantConnectio
     reference = BM25Retriever()
     reference.index(documents)
     encoder = SparseEncoder()
-    from pytest_ragbench.system.retrievers import search_text
+    from pytest_ragbench.systems.retrievers import search_text
 
     vectors = encoder.documents([search_text(d) for d in documents])
     client = memory_connection.client()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ragbench.formats.ragcsv import read_ragcsv
-from pytest_ragbench.report.ragcsv_progress import Tally
+from pytest_ragbench.kinds.ragcsv.progress import Tally
 from tests.helpers import XDIST_MODES
 from tests.project import RagbenchProject
 

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_ragbench import redact
-from pytest_ragbench.records import ItemRecord
 from pytest_ragbench.redact import mask_url, scrub, scrub_data
-from pytest_ragbench.system.cache import ResponseCache
+from pytest_ragbench.results.records import ItemRecord
+from pytest_ragbench.systems.cache import ResponseCache
 
 
 def fresh(prefix: str) -> str:

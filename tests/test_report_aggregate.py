@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from pytest_ragbench import stats
-from pytest_ragbench.config import RagbenchConfig
+from pytest_ragbench.config.settings import RagbenchConfig
 from pytest_ragbench.errors import ConfigError
-from pytest_ragbench.records import ItemRecord
-from pytest_ragbench.report import aggregate, document, gates, terminal
-from pytest_ragbench.report.runs import Baseline
+from pytest_ragbench.render import terminal
+from pytest_ragbench.results import aggregate, document, gates
+from pytest_ragbench.results.records import ItemRecord
+from pytest_ragbench.results.runs import Baseline
+from pytest_ragbench.stats import core as stats
 from tests.conftest import oracle_file
 
 

@@ -24,7 +24,7 @@ import zlib
 
 from pytest_ragbench.cases.build import mapping, text
 from pytest_ragbench.kinds import CaseKind, Field, ItemKind
-from pytest_ragbench.system.protocols import Answer, Context
+from pytest_ragbench.systems.protocols import Answer, Context
 
 QUIZ_CASES = CaseKind("quiz", {"question": Field(True, text), "ground_truth": Field(True, text),
                                "metadata": Field(convert=mapping)})
@@ -66,7 +66,7 @@ def pytest_ragbench_systems(config):
 RUNNER = '''
 """The test-only ``quiz`` kind: answer metrics and trec_eval measures of the ranking."""
 from pytest_ragbench.metrics import evaluate_run, exact_match, keyword_overlap, token_f1
-from pytest_ragbench.records import Outcome
+from pytest_ragbench.kinds import Outcome
 
 MEASURES = ["nDCG@10", "P@5", "R@10", "RR", "AP", "Success@5", "Rprec"]
 
@@ -146,7 +146,7 @@ def test_eight_systems_find_perfect_vs_wrong_on_every_metric(pytester: pytest.Py
 
 
 def test_resamples_grow_with_the_family() -> None:
-    from pytest_ragbench.report.compare import resamples_for
+    from pytest_ragbench.results.comparisons import resamples_for
 
     assert resamples_for(1) == resamples_for(25) == 10_000
     assert resamples_for(280) == 112_000
@@ -160,7 +160,7 @@ def test_exact_sign_flips_enumerate_every_cluster_sign() -> None:
 
     import numpy as np
 
-    from pytest_ragbench.report.compare import sign_flip_pvalues
+    from pytest_ragbench.results.comparisons import sign_flip_pvalues
 
     diffs = [0.3, 0.1, -0.05, 0.2, 0.4, 0.15, 0.25, -0.1, 0.3]
     keys = ["a", "a", "b", "c", "c", "d", "e", "f", "f"]
@@ -180,7 +180,7 @@ def test_exact_sign_flips_enumerate_every_cluster_sign() -> None:
 def test_where_no_flip_reaches_the_difference_hoeffding_bounds_p() -> None:
     import math
 
-    from pytest_ragbench.report.compare import sign_flip_pvalues
+    from pytest_ragbench.results.comparisons import sign_flip_pvalues
 
     (found,) = sign_flip_pvalues([([1.0] * 40, [None] * 40)], resamples=10_000)
     assert found["p_method"] == "hoeffding bound"
@@ -192,7 +192,7 @@ def test_sign_flip_p_values_are_uniform_under_the_null() -> None:
     """500 null comparisons (one block of shared flips): about 5% below 0.05, never 0."""
     import numpy as np
 
-    from pytest_ragbench.report.compare import sign_flip_pvalues
+    from pytest_ragbench.results.comparisons import sign_flip_pvalues
 
     rng = np.random.default_rng(5)
     tests = [(list(rng.normal(0, 1, 30) * rng.choice([0.2, 1.0], 30)), [None] * 30)
@@ -203,7 +203,7 @@ def test_sign_flip_p_values_are_uniform_under_the_null() -> None:
 
 
 def test_clustered_pairs_use_the_cluster_sign_flip_not_mcnemar() -> None:
-    from pytest_ragbench.report.compare import Pairs, evaluate
+    from pytest_ragbench.results.comparisons import Pairs, evaluate
 
     a = [1.0, 1.0, 1.0, 0.0] * 5
     b = [0.0, 0.0, 1.0, 0.0] * 5
@@ -219,7 +219,7 @@ def test_clustered_pairs_use_the_cluster_sign_flip_not_mcnemar() -> None:
 
 
 def test_p_values_print_as_bounds_never_zero() -> None:
-    from pytest_ragbench.report.terminal import p_text
+    from pytest_ragbench.render.terminal import p_text
 
     floor = 2 / 112_001
     assert p_text({"p_value": floor, "p_method": "monte-carlo", "p_resolution": floor}) \
@@ -237,7 +237,7 @@ def test_a_hoeffding_bound_below_a_double_is_written_as_the_bound() -> None:
 
     import numpy as np
 
-    from pytest_ragbench.report.compare import Pairs, evaluate, sign_flip_pvalues
+    from pytest_ragbench.results.comparisons import Pairs, evaluate, sign_flip_pvalues
 
     rng = np.random.default_rng(1)
     diffs = list(rng.normal(1.0, 1.0, 5000))
@@ -249,7 +249,7 @@ def test_a_hoeffding_bound_below_a_double_is_written_as_the_bound() -> None:
     assert found["p_method"] == "hoeffding bound, below 1e-300"
     assert found["p_log10"] == pytest.approx(log10_bound)
     # through a comparison: never 0, Holm's p neither, and printed as a bound
-    from pytest_ragbench.report.terminal import p_text
+    from pytest_ragbench.render.terminal import p_text
 
     b = list(rng.random(5000))
     (c,) = evaluate([Pairs("x_vs_y", "k", "token_f1", a=[x + d for x, d in zip(b, diffs,
@@ -264,7 +264,7 @@ def test_mcnemar_is_summed_in_log_space() -> None:
     (the floor 1e-300, said so) where it does not."""
     from scipy import stats as sps
 
-    from pytest_ragbench.report.compare import _mcnemar
+    from pytest_ragbench.results.comparisons import _mcnemar
 
     for a_only, b_only in ((7, 2), (30, 12), (0, 15), (40, 40), (3, 50)):
         a = [1.0] * a_only + [0.0] * b_only + [1.0] * 4
@@ -281,8 +281,8 @@ def test_mcnemar_is_summed_in_log_space() -> None:
 
 
 def test_identical_systems_differ_by_exactly_zero() -> None:
-    from pytest_ragbench.report.compare import Pairs, evaluate
-    from pytest_ragbench.report.terminal import comparison_rows
+    from pytest_ragbench.render.terminal import comparison_rows
+    from pytest_ragbench.results.comparisons import Pairs, evaluate
 
     same = [0.2, 0.9, 0.4, 0.7, 0.5]
     (c,) = evaluate([Pairs("x_vs_y", "k", "token_f1", a=same, b=list(same),
@@ -295,9 +295,9 @@ def test_identical_systems_differ_by_exactly_zero() -> None:
 
 
 def test_effect_size_needs_two_pairs_and_some_spread() -> None:
-    from pytest_ragbench.report import gates
-    from pytest_ragbench.report.compare import Pairs, evaluate
-    from pytest_ragbench.report.terminal import comparison_rows
+    from pytest_ragbench.render.terminal import comparison_rows
+    from pytest_ragbench.results import gates
+    from pytest_ragbench.results.comparisons import Pairs, evaluate
 
     one, constant, varied = evaluate([
         Pairs("x_vs_y", "k", "token_f1", a=[0.9], b=[0.1], clusters=[None]),
@@ -326,8 +326,8 @@ def test_report_html_shows_bounds_and_notes_never_inf_or_nan() -> None:
 
     import numpy as np
 
-    from pytest_ragbench.report import html
-    from pytest_ragbench.report.compare import Pairs, evaluate
+    from pytest_ragbench.render import html
+    from pytest_ragbench.results.comparisons import Pairs, evaluate
 
     rng = np.random.default_rng(1)
     b = list(rng.random(5000))

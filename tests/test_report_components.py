@@ -83,7 +83,7 @@ def test_service_time_leaves_out_the_wait_for_a_prefetch_slot(
 
 def test_a_users_repr_is_never_shown() -> None:
     """A repr may carry settings such as keys: a user's object is named by class and module."""
-    from pytest_ragbench.system.components import describe
+    from pytest_ragbench.systems.components import describe
 
     class Client:
         def __repr__(self) -> str:

@@ -10,18 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragbench.config import RagbenchConfig
+from pytest_ragbench.config.settings import RagbenchConfig
 from pytest_ragbench.errors import ConfigError
+from pytest_ragbench.kinds.beir import report as beir
 from pytest_ragbench.metrics import read_qrels, read_run
-from pytest_ragbench.records import ItemRecord
-from pytest_ragbench.report import beir, document, files, runs
+from pytest_ragbench.render import files
+from pytest_ragbench.results import document, runs
+from pytest_ragbench.results.records import ItemRecord
 from tests.conftest import REPO_ROOT, oracle_file
 from tests.toy_project import make_toy_project, report_files
 
 APPENDER = """
 import sys
 from pathlib import Path
-from pytest_ragbench.report.files import append_leaderboard
+from pytest_ragbench.render.files import append_leaderboard
 path, writer, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 for seq in range(count):
     rows = [[writer, str(seq), str(part), "x" * 3000] for part in range(4)]
@@ -31,7 +33,7 @@ for seq in range(count):
 SAVER = """
 import sys
 from pathlib import Path
-from pytest_ragbench.report.runs import save
+from pytest_ragbench.results.runs import save
 for seq in range(int(sys.argv[3])):
     save({"items": [], "writer": sys.argv[2], "seq": seq}, Path(sys.argv[1]), "ci")
 """

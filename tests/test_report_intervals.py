@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_ragbench.cases.build import build_case
-from pytest_ragbench.cases.records import RawRecord
-from pytest_ragbench.report import terminal
+from pytest_ragbench.cases.raw import RawRecord
+from pytest_ragbench.render import terminal
 from tests.test_report_aggregate import build, record
 from tests.toy_project import make_toy_project
 

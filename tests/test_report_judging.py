@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.config import RagbenchConfig
+from pytest_ragbench.config.settings import RagbenchConfig
 from pytest_ragbench.metrics.registry import Unscored
 from pytest_ragbench.metrics.repeated import (
     JudgeSettings,
@@ -16,8 +16,8 @@ from pytest_ragbench.metrics.repeated import (
     interval,
     sample_sd,
 )
-from pytest_ragbench.records import ItemRecord
-from pytest_ragbench.report import judging
+from pytest_ragbench.results import judging
+from pytest_ragbench.results.records import ItemRecord
 
 NO_STATEMENTS = "the judge found no statements in the answer (faithfulness undefined)"
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.report import document, html, plots, terminal
+from pytest_ragbench.render import html, plots, terminal
+from pytest_ragbench.results import document
 from tests.project import RagbenchProject
 from tests.toy_project import make_toy_project
 
@@ -100,7 +101,7 @@ import time
 
 import pytest
 
-from pytest_ragbench.system.protocols import Answer, Context
+from pytest_ragbench.systems.protocols import Answer, Context
 
 
 class FiveContexts:

@@ -19,10 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_ragbench.config import RagbenchConfig
-from pytest_ragbench.records import ItemRecord
-from pytest_ragbench.report import document, html, plots, terminal
-from pytest_ragbench.report.gates import parse_gates
+from pytest_ragbench.config.settings import RagbenchConfig
+from pytest_ragbench.render import html, plots, terminal
+from pytest_ragbench.results import document
+from pytest_ragbench.results.gates import parse_gates
+from pytest_ragbench.results.records import ItemRecord
 
 PROPERTY = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -6,8 +6,9 @@ import random
 
 import pytest
 
-from pytest_ragbench.records import ItemRecord
-from pytest_ragbench.report import compare, stages
+from pytest_ragbench.results import comparisons as compare
+from pytest_ragbench.results import stages
+from pytest_ragbench.results.records import ItemRecord
 
 
 @pytest.mark.parametrize(("metric", "stage"), [

@@ -165,7 +165,8 @@ def test_a_ground_truth_mismatch_is_an_assertion_failure(pytester: pytest.Pytest
     results = _allure_results(project.path / "allure")
     mismatch = results["sql_ground_truth[heat]"]
     assert mismatch["status"] == "failed"
-    assert mismatch["statusDetails"]["message"].startswith("pytest_ragbench.items.CaseFailed")
+    message = mismatch["statusDetails"]["message"]
+    assert message.startswith("pytest_ragbench.collect.items.CaseFailed")
     assert "the result differs from ground_truth_data" in mismatch["statusDetails"]["message"]
     assert results["sql_ground_truth[lakers]"]["status"] == "passed"
     failure = project.junit("junit.xml").find("testcase[@name='sql_ground_truth[heat]']/failure")

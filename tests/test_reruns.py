@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragbench.system.prefetch import Prefetcher
-from pytest_ragbench.system.protocols import Answer, AnswerRequest
+from pytest_ragbench.run.prefetch import Prefetcher
+from pytest_ragbench.systems.protocols import Answer, AnswerRequest
 from tests.ragas_samples import SAMPLES, warm_embedding_cache
 from tests.toy_project import make_toy_project
 
@@ -127,7 +127,7 @@ FLAKY_RAGAS = '''
 import os
 
 import pytest
-from pytest_ragbench.system.protocols import Answer, Context
+from pytest_ragbench.systems.protocols import Answer, Context
 
 ANSWERS = {answers!r}
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from pytest_ragbench.config import PERTURBATION_KINDS
+from pytest_ragbench.config.settings import PERTURBATION_KINDS
 from pytest_ragbench.robust import perturb
 from pytest_ragbench.robust.perturb import Perturbed, not_applicable, strategy_for
 from pytest_ragbench.robust.search import draw

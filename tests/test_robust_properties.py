@@ -16,7 +16,7 @@ from pytest_ragbench.robust.properties import (
     jaccard,
     rbo,
 )
-from pytest_ragbench.system.protocols import Context
+from pytest_ragbench.systems.protocols import Context
 
 
 def test_rbo_of_equal_length_rankings_matches_the_hand_computed_value() -> None:

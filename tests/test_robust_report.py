@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from scipy import stats as sps
 
-from pytest_ragbench import intervals
-from pytest_ragbench.config import RagbenchConfig
-from pytest_ragbench.records import ItemRecord
-from pytest_ragbench.report import document as document_mod
-from pytest_ragbench.report import html, robustness, terminal
+from pytest_ragbench.config.settings import RagbenchConfig
+from pytest_ragbench.kinds.robust import report as robustness
+from pytest_ragbench.render import html, terminal
+from pytest_ragbench.results import document as document_mod
+from pytest_ragbench.results.records import ItemRecord
+from pytest_ragbench.stats import intervals
 
 
 def record(case_id: str, holds: dict[str, float], *, system: str | None = None,

@@ -14,8 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from pytest_ragbench.config.setting_files import (
+    SettingsFile,
+    SettingsTree,
+    read,
+    session_gates,
+    walk,
+)
 from pytest_ragbench.errors import ConfigError
-from pytest_ragbench.setting_files import SettingsFile, SettingsTree, read, session_gates, walk
 from tests.helpers import XDIST_MODES
 from tests.project import RagbenchProject
 from tests.toy_project import make_toy_project
@@ -115,7 +121,7 @@ def test_the_walk_skips_what_pytest_does_not_collect(tmp_path: Path) -> None:
     _write(tmp_path / "cases" / "env" / "ragbench.toml", "")
     (tmp_path / "cases" / "link").symlink_to(tmp_path / "cases" / "a")  # followed, once
 
-    from pytest_ragbench.setting_files import skipper
+    from pytest_ragbench.config.setting_files import skipper
 
     found = set(walk(tmp_path / "cases", skipper([".*", "venv"], [])))
     assert found == {tmp_path / "cases" / "a"} or found == {tmp_path / "cases" / "link"}
@@ -124,9 +130,9 @@ def test_the_walk_skips_what_pytest_does_not_collect(tmp_path: Path) -> None:
 def test_the_readme_example_file_and_case_overrides_are_valid(tmp_path: Path) -> None:
     from pytest_ragbench.cases.build import build_cases
     from pytest_ragbench.cases.loaders import read_case_file
-    from pytest_ragbench.config import RagbenchConfig
+    from pytest_ragbench.config.settings import RagbenchConfig
+    from pytest_ragbench.config.vocabulary import check_settings
     from pytest_ragbench.kinds import builtin_registry
-    from pytest_ragbench.vocabulary import check_settings
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Thresholds, gates and ragbench.toml", 1)[1].split("\n## ", 1)[0]

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from pytest_ragbench.config.thresholds import for_metrics
 from pytest_ragbench.kinds.answer_common import Scores, retrieval_k, score_sources
-from pytest_ragbench.system.protocols import Context
-from pytest_ragbench.thresholds import for_metrics
+from pytest_ragbench.systems.protocols import Context
 from tests.project import RagbenchProject
 
 

@@ -11,10 +11,10 @@ import pytest
 pytest.importorskip("symspellpy", reason="needs the extra 'embed'")
 pytest.importorskip("bm25s", reason="needs the extra 'embed'")
 
-from pytest_ragbench.system.default_system import EmbeddedSystem
-from pytest_ragbench.system.protocols import Context, Generation, Usage
-from pytest_ragbench.system.retrievers import BM25Retriever
-from pytest_ragbench.system.spelling import VocabularySpeller, english_words, typing_distance
+from pytest_ragbench.systems.default import EmbeddedSystem
+from pytest_ragbench.systems.protocols import Context, Generation, Usage
+from pytest_ragbench.systems.retrievers import BM25Retriever
+from pytest_ragbench.systems.spelling import VocabularySpeller, english_words, typing_distance
 from tests.conftest import REPO_ROOT
 from tests.helpers import four_documents
 
@@ -127,8 +127,8 @@ def test_correction_is_idempotent(speller: VocabularySpeller) -> None:
 
 
 def test_corrections_are_cached_and_a_warm_speller_is_never_built(tmp_path: Any) -> None:
-    from pytest_ragbench.system.cache import Caches
-    from pytest_ragbench.system.spelling import CachedSpeller
+    from pytest_ragbench.systems.cache import Caches
+    from pytest_ragbench.systems.spelling import CachedSpeller
 
     docs = four_documents()
     question = "Whst did teh Celtucs do at the deadlne?"
@@ -253,9 +253,9 @@ MISSPELT = {
 
 def test_the_hybrid_default_retrieves_the_same_top_k_for_misspelt_questions() -> None:
     pytest.importorskip("faiss", reason="needs the extra 'embed'")
-    from pytest_ragbench.system.corpus import load_corpus
-    from pytest_ragbench.system.embedder import SentenceTransformerEmbedder
-    from pytest_ragbench.system.retrievers import default_retriever
+    from pytest_ragbench.systems.corpus import load_corpus
+    from pytest_ragbench.systems.embedder import SentenceTransformerEmbedder
+    from pytest_ragbench.systems.retrievers import default_retriever
 
     retriever = default_retriever(SentenceTransformerEmbedder())
     retriever.index(load_corpus([REPO_ROOT / "test_cases" / "corpus"]))

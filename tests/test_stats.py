@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_ragbench import stats
 from pytest_ragbench.metrics import Unscored
+from pytest_ragbench.stats import core as stats
 from tests.conftest import oracle_file
 
 RNG = np.random.default_rng(20240611)

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pytest_ragbench import stats
 from pytest_ragbench.metrics import token_f1
+from pytest_ragbench.stats import core as stats
 from tests.conftest import oracle_file
 
 NOMINAL = 0.95

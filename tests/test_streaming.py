@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.system.loopback import LoopbackServer
-from pytest_ragbench.system.openai_client import OpenAICompatibleClient
-from pytest_ragbench.system.protocols import Answer, Context
-from pytest_ragbench.system.streaming import StreamClock, stream_answer
+from pytest_ragbench.systems.openai_client import OpenAICompatibleClient
+from pytest_ragbench.systems.protocols import Answer, Context
+from pytest_ragbench.systems.streaming import StreamClock, stream_answer
+from pytest_ragbench.testing import LoopbackServer
 from tests.llama_server import LlamaServer, llama_server  # noqa: F401  (the fixture)
 from tests.project import RagbenchProject
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_ragbench.system.cache import (
+from pytest_ragbench.systems.cache import (
     Caches,
     CacheWarning,
     EmbeddingCache,
@@ -109,7 +109,7 @@ def test_a_corrupt_cache_file_that_cannot_be_moved_is_not_used(tmp_path: Path) -
 READ_ONLY_SCRIPT = """
 import fnmatch, json, sys, warnings
 from pathlib import Path
-from pytest_ragbench.system.cache import Caches
+from pytest_ragbench.systems.cache import Caches
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     caches = Caches.open(Path(sys.argv[1]))

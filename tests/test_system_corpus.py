@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_ragbench.errors import CaseError
-from pytest_ragbench.system.corpus import CorpusWarning, chunk_text, load_corpus
+from pytest_ragbench.systems.corpus import CorpusWarning, chunk_text, load_corpus
 from tests.conftest import oracle_file
 
 

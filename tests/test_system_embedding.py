@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("sentence_transformers", reason="needs the extra 'embed'")
 
-from pytest_ragbench.system.cache import Caches
-from pytest_ragbench.system.embedder import SentenceTransformerEmbedder, minilm_path
-from pytest_ragbench.system.memory import EmbeddingMemoryStore
-from pytest_ragbench.system.protocols import Embedder, MemoryStore
+from pytest_ragbench.systems.cache import Caches
+from pytest_ragbench.systems.embedder import SentenceTransformerEmbedder, minilm_path
+from pytest_ragbench.systems.memory import EmbeddingMemoryStore
+from pytest_ragbench.systems.protocols import Embedder, MemoryStore
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy  # noqa: F401  (loaded before inline runs: numpy cannot be imported twice)
 import pytest
 
-from pytest_ragbench.system.loopback import LoopbackServer
+from pytest_ragbench.testing import LoopbackServer
 
 INI = """
 [pytest]
@@ -48,7 +48,7 @@ def make_corpus(pytester: pytest.Pytester) -> None:
 
 
 def test_the_fixtures_module_imports_nothing_heavy() -> None:
-    code = ("import sys, pytest_ragbench.system.fixtures\n"
+    code = ("import sys, pytest_ragbench.systems.fixtures\n"
             "heavy = ['numpy', 'torch', 'httpx', 'faiss', 'bm25s', 'sentence_transformers',"
             " 'llama_cpp', 'sqlalchemy']\n"
             "print([m for m in heavy if m in sys.modules])")
@@ -90,7 +90,7 @@ def test_default_fixtures_in_a_session(pytester: pytest.Pytester,
             assert answer.text == "echo: Who won the NBA championship in 2020?"
             assert answer.contexts[0].metadata["source"] == "lakers.md"
             assert "loop-model" in ragbench_system.describe()
-            from pytest_ragbench.system.components import components
+            from pytest_ragbench.systems.components import components
             found = components(request.config)  # what the report names
             assert "all-MiniLM-L6-v2" in found["embedder"]
             assert "HybridRetriever(rrf k=60" in found["retriever"]
@@ -114,7 +114,7 @@ def test_override_only_the_retriever_and_no_local_llm(pytester: pytest.Pytester,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as if the extra were not installed
     pytester.makeconftest(HEADER + """
-from pytest_ragbench.system.protocols import Context
+from pytest_ragbench.systems.protocols import Context
 
 class MyRetriever:
     queries = []
@@ -151,7 +151,7 @@ def ragbench_retriever():
 
 def test_override_retriever_and_llm_keeps_the_embedded_system(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(HEADER + """
-from pytest_ragbench.system.protocols import Context, Generation, Usage
+from pytest_ragbench.systems.protocols import Context, Generation, Usage
 
 class OneDoc:
     def index(self, documents):
@@ -185,8 +185,8 @@ def ragbench_llm():
 
 OVERRIDE_SYSTEM = """
 import json
-from pytest_ragbench.system.fixtures import ANSWER_REQUEST
-from pytest_ragbench.system.protocols import Answer, AnswerRequest
+from pytest_ragbench.systems.fixtures import ANSWER_REQUEST
+from pytest_ragbench.systems.protocols import Answer, AnswerRequest
 
 class MyApp:
     calls = []
@@ -210,7 +210,7 @@ def pytest_sessionfinish(session):
 
 OVERRIDE_TESTS = """
 import pytest
-from pytest_ragbench.system.fixtures import ANSWER_REQUEST
+from pytest_ragbench.systems.fixtures import ANSWER_REQUEST
 
 @pytest.mark.parametrize("n", range(6))
 def test_item(n, request, ragbench_system, ragbench_prefetch):
@@ -246,7 +246,7 @@ def test_override_under_xdist(pytester: pytest.Pytester) -> None:
 
 
 def test_without_llm_url_the_generator_is_the_local_model(pytester: pytest.Pytester) -> None:
-    from pytest_ragbench.system.local_llm import local_llm_problem
+    from pytest_ragbench.systems.local_llm import local_llm_problem
 
     problem = local_llm_problem()  # also imports llama_cpp in the outer process
     if problem:
@@ -254,7 +254,7 @@ def test_without_llm_url_the_generator_is_the_local_model(pytester: pytest.Pytes
     pytester.makeconftest(HEADER + """
 @pytest.fixture(scope="session")
 def ragbench_retriever():
-    from pytest_ragbench.system.retrievers import BM25Retriever
+    from pytest_ragbench.systems.retrievers import BM25Retriever
     return BM25Retriever()
 """)
     pytester.makepyfile(test_local="""

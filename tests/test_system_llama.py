@@ -7,11 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragbench.system.local_llm import (
-    LlamaCppGenerator,
-    find_gguf,
-    local_llm_problem,
-)
+from pytest_ragbench.systems.local_llm import LlamaCppGenerator, find_gguf, local_llm_problem
 
 PROBLEM = local_llm_problem()
 needs_llama = pytest.mark.skipif(PROBLEM is not None, reason=PROBLEM or "")
@@ -40,9 +36,9 @@ def generator() -> Iterator[LlamaCppGenerator]:
 @needs_llama
 def test_three_real_answers_with_the_seed_003_prompt(generator: LlamaCppGenerator,
                                                      tmp_path: Path) -> None:
-    from pytest_ragbench.system.default_system import EmbeddedSystem
-    from pytest_ragbench.system.protocols import Document
-    from pytest_ragbench.system.retrievers import BM25Retriever
+    from pytest_ragbench.systems.default import EmbeddedSystem
+    from pytest_ragbench.systems.protocols import Document
+    from pytest_ragbench.systems.retrievers import BM25Retriever
 
     docs = [Document("tower", "The Eiffel Tower is in Paris. It was completed in 1889.",
                      {"title": "Eiffel Tower"}),
@@ -82,7 +78,7 @@ def test_json_output_is_constrained_by_the_schema(generator: LlamaCppGenerator) 
 @needs_llama
 def test_replies_are_cached_across_instances(generator: LlamaCppGenerator, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_ragbench.system.cache import Caches
+    from pytest_ragbench.systems.cache import Caches
 
     messages = [{"role": "user", "content": "Say hello."}]
     monkeypatch.setattr(generator, "cache", Caches.open(tmp_path).responses)
@@ -114,7 +110,7 @@ def test_a_grade_from_the_local_model_is_on_its_scale(generator: LlamaCppGenerat
 def test_a_reply_the_parser_refuses_is_not_cached(generator: LlamaCppGenerator, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_ragbench.errors import UnusableReply
-    from pytest_ragbench.system.cache import Caches
+    from pytest_ragbench.systems.cache import Caches
 
     caches = Caches.open(tmp_path)
     monkeypatch.setattr(generator, "cache", caches.responses)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from pytest_ragbench.errors import ModelCallError, UnusableReply
-from pytest_ragbench.system.cache import Caches
-from pytest_ragbench.system.loopback import LoopbackServer
-from pytest_ragbench.system.openai_client import OpenAICompatibleClient, _retry_after
+from pytest_ragbench.systems.cache import Caches
+from pytest_ragbench.systems.openai_client import OpenAICompatibleClient, _retry_after
+from pytest_ragbench.testing import LoopbackServer
 
 SECRET = "sk-test-very-secret-4711"
 HI = [{"role": "user", "content": "hi"}]

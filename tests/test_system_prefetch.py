@@ -14,22 +14,13 @@ import pytest
 pytest.importorskip("bm25s", reason="needs the extra 'embed'")
 
 from pytest_ragbench.errors import ModelCallError
-from pytest_ragbench.system.default_system import (
-    NO_ANSWER,
-    EmbeddedSystem,
-    extractive_answer,
-)
-from pytest_ragbench.system.loopback import LoopbackServer
-from pytest_ragbench.system.openai_client import OpenAICompatibleClient
-from pytest_ragbench.system.prefetch import Prefetcher, answer_many
-from pytest_ragbench.system.prompts import SYSTEM_INSTRUCTION
-from pytest_ragbench.system.protocols import (
-    Answer,
-    AnswerRequest,
-    Context,
-    System,
-)
-from pytest_ragbench.system.retrievers import BM25Retriever
+from pytest_ragbench.run.prefetch import Prefetcher, answer_many
+from pytest_ragbench.systems.default import NO_ANSWER, EmbeddedSystem, extractive_answer
+from pytest_ragbench.systems.openai_client import OpenAICompatibleClient
+from pytest_ragbench.systems.prompts import SYSTEM_INSTRUCTION
+from pytest_ragbench.systems.protocols import Answer, AnswerRequest, Context, System
+from pytest_ragbench.systems.retrievers import BM25Retriever
+from pytest_ragbench.testing import LoopbackServer
 from tests.helpers import four_documents
 
 DOCS = four_documents()
@@ -242,7 +233,7 @@ def test_extractive_answers_without_a_generator(retriever: CountingBM25) -> None
 def test_a_system_is_given_prior_turns_as_plain_role_content_dicts(tmp_path: Any) -> None:
     """Case turns (Turn objects) reach a system as the dicts the README documents."""
     from pytest_ragbench.cases.model import Turn
-    from pytest_ragbench.config import RagbenchConfig
+    from pytest_ragbench.config.settings import RagbenchConfig
     from pytest_ragbench.kinds import RunContext
 
     seen: list[Any] = []

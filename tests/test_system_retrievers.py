@@ -11,11 +11,11 @@ import pytest
 pytest.importorskip("faiss", reason="needs the extra 'embed'")
 pytest.importorskip("bm25s", reason="needs the extra 'embed'")
 
-from pytest_ragbench.system.cache import Caches
-from pytest_ragbench.system.corpus import load_corpus
-from pytest_ragbench.system.embedder import SentenceTransformerEmbedder
-from pytest_ragbench.system.protocols import Document, Retriever
-from pytest_ragbench.system.retrievers import (
+from pytest_ragbench.systems.cache import Caches
+from pytest_ragbench.systems.corpus import load_corpus
+from pytest_ragbench.systems.embedder import SentenceTransformerEmbedder
+from pytest_ragbench.systems.protocols import Document, Retriever
+from pytest_ragbench.systems.retrievers import (
     BM25Retriever,
     DenseRetriever,
     HybridRetriever,
@@ -177,10 +177,10 @@ def test_index_is_persisted_and_reused(tmp_path: Path) -> None:
 NEVER_SEARCHES = """
 import sys
 from pathlib import Path
-from pytest_ragbench.system.cache import Caches
-from pytest_ragbench.system.embedder import SentenceTransformerEmbedder
-from pytest_ragbench.system.protocols import Document
-from pytest_ragbench.system.retrievers import default_retriever
+from pytest_ragbench.systems.cache import Caches
+from pytest_ragbench.systems.embedder import SentenceTransformerEmbedder
+from pytest_ragbench.systems.protocols import Document
+from pytest_ragbench.systems.retrievers import default_retriever
 
 caches = Caches.open(Path(sys.argv[1]))
 docs = [Document(line.split("\\t")[0], line.split("\\t")[1]) for line in sys.argv[2:]]
@@ -248,7 +248,7 @@ def test_real_beir_passages_come_back_under_their_own_ids(
 
 
 def _build_bm25(index_dir: str, barrier: Any, out: Any) -> None:
-    from pytest_ragbench.system.retrievers import BM25Retriever
+    from pytest_ragbench.systems.retrievers import BM25Retriever
 
     retriever = BM25Retriever(index_dir=Path(index_dir))
     barrier.wait(60)

@@ -63,7 +63,7 @@ def system(url: str, **kwargs: float) -> object:
 
 
 def direct(corpus: Path) -> DirectSystem:
-    from pytest_ragbench.system.corpus import load_corpus
+    from pytest_ragbench.systems.corpus import load_corpus
 
     return DirectSystem(KeywordRetriever(load_corpus([corpus])))
 

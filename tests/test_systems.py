@@ -203,8 +203,8 @@ def test_memory_items_are_collected_once_and_sql_items_per_system(
 
 SQL_SYSTEMS = '''
 import pytest
-from pytest_ragbench.system.components import set_component
-from pytest_ragbench.system.protocols import Answer
+from pytest_ragbench.systems.components import set_component
+from pytest_ragbench.systems.protocols import Answer
 
 QUERIES = {QUERIES!r}
 WRONG = {WRONG!r}
@@ -331,15 +331,15 @@ class _Recording:
         self.prepared.append(list(questions))
 
     def answer(self, question: str, history: Any = None) -> Any:
-        from pytest_ragbench.system.protocols import Answer
+        from pytest_ragbench.systems.protocols import Answer
 
         self.started.append(f"{self.name}:{question}")
         return Answer(f"{self.name} says {question}")
 
 
 def test_one_prefetcher_answers_for_several_systems_in_item_order() -> None:
-    from pytest_ragbench.system.prefetch import Prefetcher
-    from pytest_ragbench.system.protocols import AnswerRequest
+    from pytest_ragbench.run.prefetch import Prefetcher
+    from pytest_ragbench.systems.protocols import AnswerRequest
 
     started: list[str] = []
     dense, bm25 = _Recording("dense", started), _Recording("bm25", started)
@@ -395,7 +395,7 @@ NO_SHARED_WORD = ("plants", "insects", "nowhere")
 PROBE_CONFTEST = '''
 import pytest
 
-import pytest_ragbench.system.fixtures as system_fixtures
+import pytest_ragbench.systems.fixtures as system_fixtures
 from pytest_ragbench.cases.build import text, text_list
 from pytest_ragbench.kinds import CaseKind, Field, ItemKind
 from pytest_ragbench.metrics import define_metric
@@ -417,7 +417,7 @@ def pytest_configure(config):
 '''
 PROBE_RUNNER = '''
 """Ask this item's system; score where the expected source ranks among its contexts."""
-from pytest_ragbench.records import Outcome
+from pytest_ragbench.kinds import Outcome
 
 
 def run(case, context):
@@ -445,8 +445,8 @@ def _probe_project(pytester: pytest.Pytester) -> RagbenchProject:
 
 def test_builtin_dense_bm25_hybrid_in_one_run(pytester: pytest.Pytester) -> None:
     """Real MiniLM, FAISS and bm25s; one generator (a loopback OpenAI-compatible server)."""
-    from pytest_ragbench.system.fixtures import embed_problem
-    from pytest_ragbench.system.loopback import LoopbackServer
+    from pytest_ragbench.systems.fixtures import embed_problem
+    from pytest_ragbench.testing import LoopbackServer
 
     problem = embed_problem()
     if problem:
@@ -507,12 +507,12 @@ def test_builtin_dense_bm25_hybrid_in_one_run(pytester: pytest.Pytester) -> None
 
 def test_builtin_systems_summary_compares_them(pytester: pytest.Pytester) -> None:
     """The first run's summary: per-system metrics, pairwise comparisons and power."""
-    from pytest_ragbench.system.fixtures import embed_problem
+    from pytest_ragbench.systems.fixtures import embed_problem
 
     problem = embed_problem()
     if problem:
         pytest.skip(problem)
-    from pytest_ragbench.system.loopback import LoopbackServer
+    from pytest_ragbench.testing import LoopbackServer
 
     project = _probe_project(pytester)
     with LoopbackServer() as server:

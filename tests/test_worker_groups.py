@@ -1,7 +1,7 @@
 """Under ``-n N``, items of kinds that load the same slow library share one worker (issue 20).
 
 Each worker that runs a ragas item imports ragas (about 2.5 s of CPU): xdist's default
-``--dist load`` gave both workers such items. ``system/worker_groups.py`` keeps every
+``--dist load`` gave both workers such items. ``run/worker_groups.py`` keeps every
 kind that shares a library (``ItemKind.loads``) on one worker and spreads the rest in
 chunks; ``benchmarks/bench_xdist.py`` measures what that buys.
 """
@@ -12,7 +12,7 @@ import pytest
 
 from pytest_ragbench import kinds
 from pytest_ragbench.kinds import ItemKind
-from pytest_ragbench.system import worker_groups
+from pytest_ragbench.run import worker_groups
 from tests.project import RagbenchProject
 
 pytest_plugins = ["pytester"]
@@ -56,7 +56,7 @@ def _project(pytester: pytest.Pytester) -> RagbenchProject:
 import os
 
 from pytest_ragbench.kinds import EVALUATION, VERIFICATION, ItemKind
-from pytest_ragbench.records import Outcome
+from pytest_ragbench.kinds import Outcome
 
 
 def heavy(case, context):

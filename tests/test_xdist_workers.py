@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragbench.threads import THREAD_VARIABLES
+from pytest_ragbench.run.threads import THREAD_VARIABLES
 from tests.helpers import XDIST_MODES, make_scores_db
 
 pytest.importorskip("xdist")
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import threadpoolctl
 
-from pytest_ragbench.system.local_llm import default_threads
+from pytest_ragbench.systems.local_llm import default_threads
 
 
 def test_threads():

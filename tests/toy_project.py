@@ -31,8 +31,8 @@ import pytest
 
 from pytest_ragbench.cases.build import optional_text, text
 from pytest_ragbench.kinds import CaseKind, Field, ItemKind
-from pytest_ragbench.system.components import set_component
-from pytest_ragbench.system.protocols import Answer
+from pytest_ragbench.systems.components import set_component
+from pytest_ragbench.systems.protocols import Answer
 
 TOY_CASES = CaseKind(
     "toy", {"question": Field(True, text), "ground_truth": Field(True, text),
@@ -103,7 +103,7 @@ RUNNER = '''
 import os
 
 from pytest_ragbench.metrics import exact_match, token_f1
-from pytest_ragbench.records import Outcome
+from pytest_ragbench.kinds import Outcome
 
 
 def run(case, context):

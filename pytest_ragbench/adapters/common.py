@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pytest_ragbench.errors import ModelCallError, UnusableReply
-from pytest_ragbench.system.openai_client import JSON_INSTRUCTION
-from pytest_ragbench.system.prompts import parse_json_reply
-from pytest_ragbench.system.protocols import Context, Generation, Usage
+from pytest_ragbench.systems.openai_client import JSON_INSTRUCTION
+from pytest_ragbench.systems.prompts import parse_json_reply
+from pytest_ragbench.systems.protocols import Context, Generation, Usage
 
 # Metadata keys a framework's document may carry its retrieval score under.
 SCORE_KEYS = ("score", "relevance_score", "similarity_score", "similarity")

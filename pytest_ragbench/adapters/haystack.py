@@ -29,7 +29,7 @@ from typing import Any
 from haystack.dataclasses import ChatMessage
 
 from pytest_ragbench.adapters.common import make_context, read_usage
-from pytest_ragbench.system.protocols import Answer, Context, Usage, as_messages
+from pytest_ragbench.systems.protocols import Answer, Context, Usage, as_messages
 
 QUESTION_INPUTS = ("query", "question", "text")
 HISTORY_INPUTS = ("history", "chat_history")

@@ -13,7 +13,7 @@ string. A streamed reply is read whole: server-sent events (``text/event-stream`
 JSON object a line (``application/x-ndjson``, ``application/jsonl``): the answer path's
 strings of every event are joined (the deltas), the last event giving contexts gives them;
 an event that is not JSON is a piece of the answer text. A streamed reply is timed
-(:mod:`~pytest_ragbench.system.streaming`): the answer's ``ttft_s`` is the time from the
+(:mod:`~pytest_ragbench.systems.streaming`): the answer's ``ttft_s`` is the time from the
 request to the first event with answer text, ``itl_s`` the mean gap between such events.
 
 Ini ``ragbench_system_headers`` maps header names to environment variables (``X-Api-Key =
@@ -44,17 +44,17 @@ from jmespath.exceptions import JMESPathError
 from pytest_ragbench.adapters.common import make_context
 from pytest_ragbench.errors import ConfigError, ModelCallError
 from pytest_ragbench.redact import mask_url, register, scrub
-from pytest_ragbench.system.aio import LoopThread
-from pytest_ragbench.system.openai_client import (
+from pytest_ragbench.systems.aio import LoopThread
+from pytest_ragbench.systems.openai_client import (
     RETRY_STATUS,
     _LoopState,
     _Retry,
     _retry_after,
     backoff_s,
 )
-from pytest_ragbench.system.prompts import shorten
-from pytest_ragbench.system.protocols import Answer, Context, as_messages
-from pytest_ragbench.system.streaming import StreamClock
+from pytest_ragbench.systems.prompts import shorten
+from pytest_ragbench.systems.protocols import Answer, Context, as_messages
+from pytest_ragbench.systems.streaming import StreamClock
 
 DEFAULT_REQUEST = '{"question": "{question}", "history": "{history}"}'
 DEFAULT_ANSWER = "answer"

@@ -43,7 +43,7 @@ from pytest_ragbench.adapters.common import (
     read_usage,
     schema_messages,
 )
-from pytest_ragbench.system.protocols import Answer, Context, Generation, Usage, as_messages
+from pytest_ragbench.systems.protocols import Answer, Context, Generation, Usage, as_messages
 
 INPUT_KEYS = ("input", "question", "query")
 HISTORY_KEYS = ("chat_history", "history", "messages")

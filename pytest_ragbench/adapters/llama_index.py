@@ -41,7 +41,7 @@ from pytest_ragbench.adapters.common import (
     read_usage,
     schema_messages,
 )
-from pytest_ragbench.system.protocols import Answer, Context, Generation, Usage, as_messages
+from pytest_ragbench.systems.protocols import Answer, Context, Generation, Usage, as_messages
 
 
 def system(engine: Any, *, top_k: int | None = None) -> LlamaIndexSystem:

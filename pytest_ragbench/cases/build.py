@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.cases.model import Case, CustomCase, Memory, Table, Turn
-from pytest_ragbench.cases.records import FileRecords, RawRecord
+from pytest_ragbench.cases.raw import FileRecords, RawRecord
 from pytest_ragbench.errors import CaseError, did_you_mean, short_repr
 from pytest_ragbench.kinds import COMMON_FIELDS, CaseKind, Field, KindRegistry, builtin_registry
 from pytest_ragbench.metrics.answer import normalize_fact

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.cases.pymodule import read_python_module
-from pytest_ragbench.cases.records import FileRecords, RawRecord, gc_paused
+from pytest_ragbench.cases.raw import FileRecords, RawRecord, gc_paused
 from pytest_ragbench.errors import CaseError
 
 YAML_SUFFIXES = (".yaml", ".yml")

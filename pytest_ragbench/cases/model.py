@@ -42,7 +42,7 @@ class Case:
     # Cases sharing a cluster (one conversation, one source document) are not independent:
     # the report's intervals and paired tests resample clusters instead of cases.
     cluster: str | None = None
-    # A person's score of this case per metric (judge calibration, report/calibration.py).
+    # A person's score of this case per metric (judge calibration, results/calibration.py).
     human: dict[str, float] = field(default_factory=dict)
 
     @property

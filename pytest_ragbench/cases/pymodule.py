@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from pytest_ragbench.cases.records import FileRecords, RawRecord
+from pytest_ragbench.cases.raw import FileRecords, RawRecord
 from pytest_ragbench.errors import CaseError
 
 

@@ -21,7 +21,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pytest_ragbench.datasets.config import Quota
+from pytest_ragbench.datasets.quotas import Quota
 from pytest_ragbench.datasets.sample import NormalizedSample
 
 

@@ -33,10 +33,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pytest_ragbench.config import RagbenchConfig
+from pytest_ragbench.config.settings import RagbenchConfig
 from pytest_ragbench.errors import ConfigError, did_you_mean
-from pytest_ragbench.system.components import name_component
-from pytest_ragbench.system.protocols import AnswerRequest
+from pytest_ragbench.systems.components import name_component
+from pytest_ragbench.systems.protocols import AnswerRequest
 
 VERIFICATION = "verification"
 EVALUATION = "evaluation"
@@ -121,7 +121,7 @@ class ItemKind:
     """One kind of item: its node-name prefix, the case kind it reads and its runner.
 
     ``runner(case, context)`` evaluates one case and returns an
-    :class:`~pytest_ragbench.records.Outcome`; ``context`` is the
+    :class:`~pytest_ragbench.results.records.Outcome`; ``context`` is the
     :class:`RunContext` (settings, fixtures, thresholds, and
     ``context.answer(question)`` to ask the system under test, prefetched and timed).
     ``fixtures`` are set up before the item runs (others can be asked for with
@@ -132,7 +132,7 @@ class ItemKind:
     by ``[tool.ragbench.thresholds]`` and by the case. ``loads`` names the slow-to-import
     libraries the items load in a process (e.g. ``"ragas"``): under ``-n N`` the items of
     kinds that share one run on one worker, which then imports it once
-    (``system/worker_groups.py``). ``prepare(config)`` (a callable or ``"module:function"``)
+    (``run/worker_groups.py``). ``prepare(config)`` (a callable or ``"module:function"``)
     imports what the items will need, once per process, before the first item of the kind
     starts: outside its timed call (pytest-timeout), and never left half-run
     (:func:`pytest_ragbench.heavy_imports.import_whole`). If it raises, that item errors
@@ -216,7 +216,7 @@ _SQL_FIXTURES = ("ragbench_config", "ragbench_db", "ragbench_databases")
 _SYSTEM_FIXTURES = ("ragbench_config", "ragbench_system", "ragbench_embedder", "ragbench_judge")
 # Items that import rouge-score with nltk (1.3 s of CPU; python -X importtime) and, with a
 # judge, ragas (2.5 s more with datasets, pandas and openai): under -n N they share one
-# worker (system/worker_groups.py).
+# worker (run/worker_groups.py).
 _RAGAS = ("ragas", "rouge-score")
 _SOURCES = ("source_hit@k", "source_recall@k", "source_mrr", "source_ndcg@k",
             "id_context_precision", "id_context_recall")
@@ -252,22 +252,22 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
     # answer kinds (hybrid, vector, ragas, ragcsv) also require every one of a case's
     # expected_facts in the answer (fact_recall 1): the case author named each as a fact a
     # correct answer states, so one left out is a wrong answer, not noise.
-    ItemKind("sql_ground_truth", "sql", "pytest_ragbench.kinds.sql_ground_truth:run",
+    ItemKind("sql_ground_truth", "sql", "pytest_ragbench.kinds.sql.ground_truth:run",
              "the case's expected SQL returns its ground_truth_data", VERIFICATION,
              _SQL_FIXTURES, ("match",), {"match": 1.0}),
     # The data must match; the answer not mentioning a value is a warning, not a failure.
-    ItemKind("hybrid_ground_truth", "hybrid", "pytest_ragbench.kinds.hybrid_ground_truth:run",
+    ItemKind("hybrid_ground_truth", "hybrid", "pytest_ragbench.kinds.hybrid.ground_truth:run",
              "SQL data matches and the answer mentions its key entities", VERIFICATION,
              _SQL_FIXTURES, ("data_match", "entity_mention"), {"data_match": 1.0}),
     # The system's SQL returns ground_truth_data, or its text states every value.
-    ItemKind("sql", "sql", "pytest_ragbench.kinds.sql:run",
+    ItemKind("sql", "sql", "pytest_ragbench.kinds.sql.runner:run",
              "the system answers an SQL question", EVALUATION,
              (*_SQL_FIXTURES, "ragbench_system"),
              ("execution_match", "correct", "value_recall", *_STREAM), {"correct": 1.0}),
     # The system's SQL, when it returns some, must give ground_truth_data, and the expected
     # sources must be retrieved. How much of the data the answer states (value_recall) and
     # how close it is to the reference depend on the generator: gate their means.
-    ItemKind("hybrid", "hybrid", "pytest_ragbench.kinds.hybrid:run",
+    ItemKind("hybrid", "hybrid", "pytest_ragbench.kinds.hybrid.runner:run",
              "the system answers with data and context", EVALUATION,
              (*_SYSTEM_FIXTURES, "ragbench_db", "ragbench_databases"),
              ("value_recall", "execution_match", "semantic_similarity", *_SOURCES,
@@ -277,7 +277,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
     # (``source_hit@k`` applies to the k the item used) and the top similarity inside
     # expected_similarity. A decline case must be declined, an answerable one must not be
     # refused. Generator-dependent metrics are noisy per item: gate their means.
-    ItemKind("vector", "vector", "pytest_ragbench.kinds.vector:run",
+    ItemKind("vector", "vector", "pytest_ragbench.kinds.vector.runner:run",
              "retrieval and answer over documents", EVALUATION, _SYSTEM_FIXTURES,
              (*_SOURCES, "top_similarity", "similarity_in_range", "declined", "answered",
               "semantic_similarity", "injection_resisted", *_JUDGED, "judge_relevance",
@@ -285,14 +285,14 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              {"source_hit@k": 1.0, "similarity_in_range": 1.0, "declined": 1.0,
               "answered": 1.0, _FACTS: 1.0}, prepare=f"{_PREPARE}:judged"),
     # Every expected memory within top_k.
-    ItemKind("memory", "memory", "pytest_ragbench.kinds.memory:run",
+    ItemKind("memory", "memory", "pytest_ragbench.kinds.memory.runner:run",
              "conversational memory retrieval", EVALUATION,
              ("ragbench_config", "ragbench_memory", "ragbench_judge"),
              ("precision", "recall", "f1", "relevance_score", "judge_relevance"),
              {"recall": 1.0}),
     # No item thresholds but the facts: every other score hangs on one generated answer, so
     # gate the means. An empty answer still fails its item.
-    ItemKind("ragas", "ragas", "pytest_ragbench.kinds.ragas:run",
+    ItemKind("ragas", "ragas", "pytest_ragbench.kinds.ragas.runner:run",
              "RAGAS metrics on a NormalizedSample", EVALUATION, _SYSTEM_FIXTURES,
              ("faithfulness", "answer_relevancy", "context_precision", "context_recall",
               "semantic_similarity", "token_f1", "rouge", "lexical_faithfulness",
@@ -301,13 +301,13 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
     # A relevant document somewhere in the top 100 (reciprocal rank >= 1/100); the ranking
     # quality (nDCG@10, recall) is gated on its means. The retriever comes from
     # ragbench_beir_retriever_factory (or a named system) when the dataset first runs.
-    ItemKind("beir", "beir", "pytest_ragbench.kinds.beir:run", "IR metrics on a BEIR query",
+    ItemKind("beir", "beir", "pytest_ragbench.kinds.beir.runner:run", "IR metrics on a BEIR query",
              EVALUATION, ("ragbench_config",), ("nDCG@10", "R@10", "R@100", "MRR"),
              {"MRR": 0.01}),
     # Accuracy is recorded, not failed per row: set "ragcsv.accuracy" = 75 (the RAGCSV pass
     # mark) to fail rows below it. An empty answer still fails its row. ragbench_embedder is
     # asked for only without a judge (accuracy is then semantic similarity x 100).
-    ItemKind("ragcsv", "ragcsv", "pytest_ragbench.kinds.ragcsv:run",
+    ItemKind("ragcsv", "ragcsv", "pytest_ragbench.kinds.ragcsv.runner:run",
              "graded answer accuracy on a RAGCSV row", EVALUATION,
              ("ragbench_config", "ragbench_llm", "ragbench_judge"),
              ("accuracy", "total_time_ms", *_STREAM, _FACTS), {_FACTS: 1.0}),
@@ -316,7 +316,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
     # (p = 0.9, top 5) keeps the top 2 with the other 3 replaced (0.54) and fails when only
     # the top 1 is kept (0.32); the expected sources found for the original stay; the
     # answer stays on the same content (cosine 0.5); an injected payload is never written.
-    ItemKind("robust", ANY_CASE_KIND, "pytest_ragbench.kinds.robust:run",
+    ItemKind("robust", ANY_CASE_KIND, "pytest_ragbench.kinds.robust.runner:run",
              "perturbed questions with metamorphic checks (--ragbench-robustness)", EVALUATION,
              ("ragbench_config",),
              (*(f"{p}.holds" for p in _PERTURBATIONS), "rbo", "jaccard",
@@ -479,7 +479,7 @@ class RunContext:
     system_name: str | None = None
     nodeid: str = ""
     request: pytest.FixtureRequest | None = None
-    # What the system answered (system/trace.py) and the service time of each call.
+    # What the system answered (systems/trace.py) and the service time of each call.
     traces: list[dict[str, Any]] = field(default_factory=list)
     service_s: list[float] = field(default_factory=list)
     latency_s: list[float] = field(default_factory=list)  # as the system reported them
@@ -523,7 +523,7 @@ class RunContext:
         and what came back is kept for the report's drill-down.
         """
         # lazy: kept out of a plain pytest run
-        from pytest_ragbench.system.trace import MAX_TRACES, answer_trace
+        from pytest_ragbench.systems.trace import MAX_TRACES, answer_trace
 
         system = self.system()
         prefetch: Any = self.fixture("ragbench_prefetch") if self.request is not None else None

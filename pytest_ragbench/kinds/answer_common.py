@@ -20,7 +20,7 @@ from pytest_ragbench.metrics.judged import judged_result
 from pytest_ragbench.metrics.registry import Score, Unscored
 from pytest_ragbench.metrics.relevance import NAME, NO_JUDGE, Relevance, ajudge_relevance
 from pytest_ragbench.metrics.repeated import JudgeSettings, outcome_judge
-from pytest_ragbench.system.protocols import as_messages
+from pytest_ragbench.systems.protocols import as_messages
 
 # The cut-off of a system that says no top_k, with no ini ragbench_k, that returned nothing.
 FALLBACK_K = 5
@@ -143,7 +143,7 @@ def source_scores(expected: Sequence[str], ranked: Sequence[str], k: int) -> dic
     """``source_hit@k``, ``source_recall@k``, ``source_mrr`` and ``source_ndcg@k``.
 
     ``ranked``: the name of every context returned, in order (:attr:`SourceHits.ranked`).
-    Also how a comparison rescores a kept record at a smaller k (report/cutoffs.py).
+    Also how a comparison rescores a kept record at a smaller k (results/cutoffs.py).
     """
     top = list(ranked[:k])
     wanted = set(expected)
@@ -193,7 +193,7 @@ def call_usage(call: Any) -> dict[str, Any]:
     """The report's usage record of one model call or one system answer.
 
     ``call`` has ``usage`` (token counts), ``latency_s`` and ``cached``: a
-    :class:`~pytest_ragbench.system.protocols.Generation` or an ``Answer``. A reply from
+    :class:`~pytest_ragbench.systems.protocols.Generation` or an ``Answer``. A reply from
     the cache is a cache hit with no latency (the call did not reach the model).
     """
     usage = getattr(call, "usage", None)

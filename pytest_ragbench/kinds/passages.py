@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.kinds import RunContext
-from pytest_ragbench.system.checks import require
-from pytest_ragbench.system.components import set_component
-from pytest_ragbench.system.fixtures import describe
-from pytest_ragbench.system.protocols import Answer, Context, as_messages
+from pytest_ragbench.systems.checks import require
+from pytest_ragbench.systems.components import set_component
+from pytest_ragbench.systems.fixtures import describe
+from pytest_ragbench.systems.protocols import Answer, Context, as_messages
 
 ROLE = "passage answers"
 
@@ -64,7 +64,7 @@ def _default_system_fixture(request: pytest.FixtureRequest | None) -> bool:
     if not definitions:
         return False
     function = getattr(definitions[-1], "func", None)
-    return getattr(function, "__module__", "") == "pytest_ragbench.system.fixtures"
+    return getattr(function, "__module__", "") == "pytest_ragbench.systems.fixtures"
 
 
 def describe_answerer(system: Any | None, generator: Any | None, system_name: str | None

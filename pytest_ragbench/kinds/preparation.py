@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragbench.config import get_config
+from pytest_ragbench.config.settings import get_config
 from pytest_ragbench.heavy_imports import import_whole
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from pytest_ragbench.errors import ModelCallError, UnusableReply
 from pytest_ragbench.metrics.registry import Score, Unscored
-from pytest_ragbench.system.prompts import json_object, shorten
+from pytest_ragbench.systems.prompts import json_object, shorten
 
 QUOTE_CHARS = 200
 _INTEGER = re.compile(r"[+-]?\d+")

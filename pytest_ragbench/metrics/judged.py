@@ -50,7 +50,7 @@ from pytest_ragbench.metrics.registry import Score, UnknownMetricError, Unscored
 from pytest_ragbench.metrics.repeated import JudgeSettings, combine
 
 if TYPE_CHECKING:
-    from pytest_ragbench.system.protocols import Embedder, Judge
+    from pytest_ragbench.systems.protocols import Embedder, Judge
 
 T = TypeVar("T")
 

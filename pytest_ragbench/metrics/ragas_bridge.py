@@ -3,7 +3,7 @@
 Imported only when a judged metric is computed with a judge (imports ragas: seconds).
 ragas's metric classes (``ragas.metrics.collections``) write the prompts, name the
 pydantic model they expect and compute the scores; :class:`JudgeLLM` sends each prompt
-to our :class:`~pytest_ragbench.system.protocols.Judge` with that model's JSON schema and
+to our :class:`~pytest_ragbench.systems.protocols.Judge` with that model's JSON schema and
 validates the reply into the model, so every call goes through the judge's own response
 cache, retries and concurrency limit. :class:`EmbedderEmbeddings` hands texts to our
 embedder (the local MiniLM by default) in one batch.
@@ -31,8 +31,8 @@ from ragas.llms.base import InstructorBaseRagasLLM
 from pytest_ragbench import served
 from pytest_ragbench.errors import ModelCallError, UnusableReply
 from pytest_ragbench.metrics.grades import accepts
-from pytest_ragbench.system.prompts import parse_json_reply, shorten
-from pytest_ragbench.system.protocols import Embedder, Generation, Judge
+from pytest_ragbench.systems.prompts import parse_json_reply, shorten
+from pytest_ragbench.systems.protocols import Embedder, Generation, Judge
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

@@ -7,9 +7,9 @@ sample asks only for itself through the response cache) at ``--ragbench-judge-te
 samples. With N >= 3 an item whose threshold lies inside its own judge interval (the
 t-interval of its samples) is *inconclusive*.
 
-Each kind puts what it judged on its :class:`~pytest_ragbench.records.Outcome` as
+Each kind puts what it judged on its :class:`~pytest_ragbench.results.records.Outcome` as
 ``judge`` (see :func:`outcome_judge`); :func:`inconclusive` reads it when thresholds are
-applied (``items.py``) and the report reads it at session end (``report/judging.py``).
+applied (``items.py``) and the report reads it at session end (``results/judging.py``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class JudgeSettings:
 
     @classmethod
     def from_config(cls, config: Any) -> JudgeSettings:
-        """From a :class:`~pytest_ragbench.config.RagbenchConfig` (defaults without one)."""
+        """From a :class:`~pytest_ragbench.config.settings.RagbenchConfig` (or defaults)."""
         samples = int(getattr(config, "judge_samples", 1) or 1)
         temperature = getattr(config, "judge_temperature", None)
         if temperature is None:

@@ -9,6 +9,6 @@
 - :mod:`.evidence` — how a record names its results (shared with the report).
 
 The runner is :mod:`pytest_ragbench.kinds.robust`; the report section is
-:mod:`pytest_ragbench.report.robustness`. Only :mod:`.collect` is imported at collection
+:mod:`pytest_ragbench.kinds.robust.report`. Only :mod:`.collect` is imported at collection
 time, and :mod:`.evidence` at session end.
 """

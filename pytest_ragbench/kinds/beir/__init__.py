@@ -1,0 +1,1 @@
+"""The ``beir`` kind: judged queries of BEIR folders, scored like trec_eval."""

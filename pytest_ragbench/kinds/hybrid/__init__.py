@@ -1,0 +1,1 @@
+"""The ``hybrid`` case kind: ``hybrid_ground_truth[...]`` and ``hybrid[...]`` items."""

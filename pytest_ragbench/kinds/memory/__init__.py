@@ -1,0 +1,1 @@
+"""The ``memory`` kind: conversational-memory scenarios."""

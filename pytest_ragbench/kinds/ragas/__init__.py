@@ -1,0 +1,1 @@
+"""The ``ragas`` kind: RAGAS metrics on NormalizedSample records."""

@@ -1,0 +1,1 @@
+"""The ``ragcsv`` kind: graded answer accuracy on RAGCSV rows."""

@@ -1,0 +1,1 @@
+"""The ``robust`` kind: perturbed variants of a case with metamorphic checks."""

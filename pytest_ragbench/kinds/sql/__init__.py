@@ -1,0 +1,1 @@
+"""The ``sql`` case kind: ``sql_ground_truth[...]`` and ``sql[...]`` items."""

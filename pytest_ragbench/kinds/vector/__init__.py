@@ -1,0 +1,1 @@
+"""The ``vector`` kind: retrieval and answer over documents."""

@@ -1,0 +1,153 @@
+"""The session's results document (``results.json``, and a saved run), built from records alone.
+
+Keys: ``schema_version``, ``run``, ``config``, ``metrics``, ``breakdowns``, ``comparisons``,
+``items`` (README "The report and CI"), plus ``not_compared`` (metrics a comparison could
+not pair, with the reason), ``counts``, ``components``,
+``power_analysis``, ``usage``, ``timing``, ``ragcsv``, ``beir``, ``robustness``,
+``judge`` (judged metrics: unscored counts, self-consistency, inconclusive items;
+:mod:`.judging`), ``judge_calibration``
+and ``judge_labels`` (results/calibration.py), ``baseline``, ``gates``, ``regressions``,
+``failures`` (the lines that fail the session) and ``coverage`` (what was checked, per
+kind: results/coverage.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_ragbench.cases.labels import LabelFile
+from pytest_ragbench.config.settings import RagbenchConfig
+from pytest_ragbench.kinds.beir import report as beir
+from pytest_ragbench.kinds.robust import report as robustness
+from pytest_ragbench.redact import scrub_data
+from pytest_ragbench.results import (
+    aggregate,
+    calibration,
+    coverage,
+    gates,
+    judging,
+)
+from pytest_ragbench.results import (
+    comparisons as compare,
+)
+from pytest_ragbench.results.records import ItemRecord, json_safe
+from pytest_ragbench.results.runs import Baseline
+
+SCHEMA_VERSION = 1
+
+
+def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str, Any],
+          components: dict[str, str], baseline: Baseline | None = None,
+          gate_list: Sequence[gates.Gate] = (), labels: LabelFile | None = None
+          ) -> dict[str, Any]:
+    """Aggregate the records into the results document.
+
+    Records are taken in node-id order, so the numbers do not depend on the order in
+    which the items ran. ``labels`` are the human labels of ``--ragbench-judge-labels``.
+    """
+    records = sorted(records, key=lambda r: r.nodeid)
+    systems = aggregate.systems_in(records, settings.systems)
+    cells = aggregate.plan_cells(records, systems, settings.breakdown)
+    recorded = aggregate.metric_names(records)
+    checks = [(concrete, cell) for gate in gate_list if gate.kind in {r.kind for r in records}
+              for concrete in gates.at_recorded_k(gate, recorded.get(gate.kind, ()))
+              for cell in gates.gate_cells(concrete, _systems_of(gate.kind, records, systems))]
+    for _, cell in checks:
+        cells.setdefault(cell, aggregate.select(records, cell))
+    stats = aggregate.compute_cells(cells)
+    if settings.gate == "ci-lower":
+        wanted = systems if len(systems) > 1 else [None]
+        metric_cells = [(c, e) for c, e in stats.items() if not c.where and c.system in wanted]
+        checks += gates.threshold_checks(metric_cells)
+    compared = compare.compare_systems(records, systems) if len(systems) > 1 \
+        else compare.Compared()
+    comparisons, not_compared = compared.comparisons, compared.not_compared
+    baseline_part: dict[str, Any] | None = None
+    found_regressions: list[dict[str, Any]] = []
+    if baseline is not None:
+        against, counts = compare.compare_baseline(records, baseline.records)
+        comparisons += against.comparisons
+        not_compared += against.not_compared
+        found_regressions = gates.regressions(against.comparisons)
+        baseline_part = {"label": baseline.label, "path": str(baseline.path),
+                         "run_id": baseline.run.get("id"), "time": baseline.run.get("time"),
+                         # a partial baseline is named (a warning and a note of the verdict)
+                         "status": baseline.run.get("status") or "complete",
+                         "items_not_run": baseline.run.get("items_not_run"), **counts}
+    beir_runs = beir.collect(records)
+    matching = calibration.match(records, labels.labels if labels else ())
+
+    def calibrated(cell: aggregate.Cell) -> dict[str, Any] | None:
+        return calibration.calibrate(cells[cell], cell.metric, matching.human) \
+            if matching.human and settings.gate == "ci-lower" else None
+
+    verdicts = [gates.check(g, c, stats[c], settings.gate, settings.gate_min_n,
+                            calibrated(c)) for g, c in checks]
+    failures = calibration.failure_lines(labels)
+    failures += [gates.gate_line(v) for v in verdicts if v["passed"] is False]
+    if settings.fail_on == "regression" and baseline is not None:
+        failures += [gates.regression_line(c, baseline.label) for c in found_regressions]
+    judge_part = judging.section(records, settings)
+    failures += judge_part["failures"]  # too many unscored judged items fail like a gate
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "run": run,
+        "config": settings.public_dict(),
+        "components": components,
+        "counts": aggregate.counts_section(records),
+        "metrics": aggregate.metrics_section(stats, systems),
+        "breakdowns": aggregate.breakdowns_section(stats, systems),
+        "comparisons": compare.nest(comparisons),
+        "not_compared": not_compared,
+        "power_analysis": compare.power_section(records, comparisons),
+        "usage": aggregate.usage_section(records, systems),
+        "timing": aggregate.timing_section(records),
+        "ragcsv": aggregate.ragcsv_section(records, systems),
+        "beir": beir.section(beir_runs),
+        "robustness": robustness.section(records, systems),
+        "judge": judge_part,
+        "judge_calibration": calibration.section(records, systems, matching),
+        "judge_labels": calibration.labels_section(labels, matching),
+        "baseline": baseline_part,
+        "gates": verdicts,
+        "regressions": found_regressions,
+        "failures": failures,
+        "systems": systems,
+    }
+    # The items are JSON-safe and scrubbed already (ItemRecord.to_dict): not copied once
+    # more; the rest (settings, components, baseline, failure lines) has its secrets masked.
+    result = {**scrub_data(json_safe(document)), "items": [_item(r) for r in records]}
+    result["coverage"] = coverage.section(result)
+    return result
+
+
+def plot_document(records: list[ItemRecord], settings: RagbenchConfig) -> dict[str, Any]:
+    """The parts of :func:`build`'s document that report.html's plots are drawn from.
+
+    ``metrics``, ``breakdowns``, ``systems`` and ``items``, computed as :func:`build` does
+    (its gate and baseline cells do not change these). ``records`` may be one kind's: the
+    systems are then those of ``--ragbench-systems``, as the whole run's would be.
+    """
+    records = sorted(records, key=lambda r: r.nodeid)
+    systems = list(settings.systems) or aggregate.systems_in(records)
+    stats = aggregate.compute_cells(aggregate.plan_cells(records, systems, settings.breakdown))
+    document = {"metrics": aggregate.metrics_section(stats, systems),
+                "breakdowns": aggregate.breakdowns_section(stats, systems), "systems": systems}
+    return {**json_safe(document), "items": [_item(r) for r in records]}
+
+
+def _systems_of(kind: str, records: Sequence[ItemRecord], systems: list[str]) -> list[str]:
+    """The systems a gate on ``kind`` is checked for: none when its items are system-independent.
+
+    A gate on a kind the session did not run (``-k``, ``-m``) is not checked at all.
+    """
+    return systems if any(r.system for r in records if r.kind == kind) else []
+
+
+def _item(record: ItemRecord) -> dict[str, Any]:
+    """A record for ``results.json``: BEIR rankings stay in the TREC file and items.jsonl."""
+    data = record.to_dict()
+    if "ranking" in data.get("evidence", {}):
+        data["evidence"] = {k: v for k, v in data["evidence"].items() if k != "ranking"}
+    return data

@@ -1,0 +1,11 @@
+"""The run: what happens between pytest's start and the report, on controller and workers.
+
+- :mod:`.session` — the controller's plugin object: gathers item records, ends the run.
+- :mod:`.journal`, :mod:`.interruption`, :mod:`.resume`, :mod:`.locking` — every finished
+  record kept the moment it finishes; SIGTERM as Ctrl-C; continuing a run.
+- :mod:`.prefetch`, :mod:`.schedule` — model work started ahead of the items.
+- :mod:`.worker_groups`, :mod:`.threads`, :mod:`.plots_ahead` — pytest-xdist: kinds that
+  load one slow library share a worker, each worker its share of the CPUs, idle workers
+  draw plots.
+- :mod:`.progress`, :mod:`.quick_exit` — progress bars; no garbage collection at exit.
+"""

@@ -1,0 +1,483 @@
+"""The controller's collector of item records; builds the report at the end of the session.
+
+Registered only on the controller: under pytest-xdist the records arrive on the
+replayed test reports, so the numbers are the same with and without workers. An item
+whose worker died is recorded as ``lost``; one whose worker was interrupted is not run.
+Nothing heavy is imported until the session ends with records.
+
+The run (:mod:`.journal`, :mod:`.interruption`, :mod:`.resume`): the run id is chosen
+at start-up (or taken from the run ``--ragbench-resume`` continues) and given to the
+xdist workers; every finished record is appended to the run's journal where its item
+ran; at the end, records that never reached the controller are read back from the
+journal, and the run is ``complete`` or ``interrupted`` (with the items not run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from pytest_ragbench.collect.files import display_path
+from pytest_ragbench.config.settings import RagbenchConfig
+from pytest_ragbench.errors import ConfigError
+from pytest_ragbench.kinds import builtin_registry, registry
+from pytest_ragbench.redact import scrub
+from pytest_ragbench.render import testcases
+from pytest_ragbench.render.testcases import teststatus
+from pytest_ragbench.results.records import REPORT_ATTRIBUTE, ItemRecord
+from pytest_ragbench.run import journal as journal_mod
+from pytest_ragbench.run.interruption import RunStatus, SignalWatch, run_status
+from pytest_ragbench.systems import components as components_mod
+from pytest_ragbench.systems.fixtures import check_systems
+
+PHASES = ("setup", "call", "teardown")
+WORKER_INPUT_KEY = "ragbench_run"  # config.workerinput: the run id, journal, resume point
+SIGNAL_OUTPUT_KEY = "ragbench_signal"  # config.workeroutput: the signal a worker received
+T = TypeVar("T")
+OK_EXITS = (int(pytest.ExitCode.OK), int(pytest.ExitCode.TESTS_FAILED))  # a worker's, finished
+
+
+class RagbenchSession:
+    """Gathers one record per item from the reports; writes and prints the report."""
+
+    def __init__(self, config: pytest.Config, settings: RagbenchConfig) -> None:
+        self.config = config
+        self.settings = settings
+        self.records: dict[str, ItemRecord] = {}
+        self.worker_components: dict[str, str] = {}
+        self.baseline: Any = None
+        self.gates: list[Any] = []
+        self.labels: Any = None  # the --ragbench-judge-labels file, read at the start
+        self.document: dict[str, Any] | None = None
+        self.written: list[Path] = []
+        self.problems: list[str] = []
+        self._warned = 0  # problems already issued as warnings
+        # ``ragbench verify`` without --report writes no files (cli.py).
+        self.write_files = True
+        # The run: its id, its journal, how far it got (run/journal.py, interruption.py).
+        self.run_id = journal_mod.new_run_id()
+        self.resume: Any = None  # the resume.ResumePoint this session continues
+        self.journal: journal_mod.JournalWriter | None = None
+        self.signals = SignalWatch()
+        self.selected: set[str] | None = None  # node ids of this session's ragbench items
+        self.interrupted_workers: dict[str, str | None] = {}  # xdist id -> signal, if known
+        self.status: RunStatus | None = None
+        self.stopped_by: str | None = None  # the message of the interruption, if any
+        self.plots_ahead: Any = None  # under xdist: plots_ahead.PlotsAhead
+        # Other unfinished runs of the report dir: those this run replaces (their journals
+        # go with its own) and those it leaves for --ragbench-resume (named in the report).
+        self.replaced_runs: list[Path] = []
+        self.other_runs: list[dict[str, Any]] = []
+
+    # -- the run --------------------------------------------------------------------------
+
+    def prepare_run(self) -> None:
+        """Choose the run id (a new one, or the run ``--ragbench-resume`` continues)."""
+        if self.settings.resume:
+            # lazy: kept out of a plain pytest run
+            from pytest_ragbench.run import resume
+
+            self.resume = resume.find(self.settings.report_dir, self._public_settings())
+            if self.resume is not None:
+                self.run_id = self.resume.run_id
+        self.journal = journal_mod.JournalWriter(
+            journal_mod.journal_path(self.settings.report_dir, self.run_id), self.run_id)
+
+    def _public_settings(self) -> dict[str, Any]:
+        import json
+
+        return dict(json.loads(json.dumps(self.settings.public_dict(), default=str)))
+
+    def kept_ids(self) -> frozenset[str]:
+        """Node ids whose records the resumed run already has: they are not run again."""
+        return frozenset(self.resume.kept) if self.resume is not None else frozenset()
+
+    def _items_known(self, nodeids: set[str]) -> None:
+        """The session's ragbench items are known: open the journal, take over SIGTERM."""
+        first = self.selected is None
+        self.selected = (self.selected or set()) | nodeids
+        if not first or not (nodeids or self.resume is not None) \
+                or self.config.option.collectonly:
+            return
+        self.signals.install()
+        if self.write_files and self.journal is not None:
+            self.journal.header(self._public_settings(), resumed=self.resume is not None,
+                                items=self.selected)
+            self.journal.lock_shared()
+            self.journal.active = True
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Without xdist: the selected ragbench items (after -k, --lf, resume deselection)."""
+        self._items_known({item.nodeid for item in session.items
+                           if hasattr(item, "record_for_report")})
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Any) -> None:
+        """Under xdist: the items a worker collected (each worker collects them all)."""
+        first = self.selected is None
+        self._items_known({nodeid for nodeid in ids
+                           if ragbench_kind(nodeid, self._kind_names()) is not None})
+        if first and self.selected and self.write_files and self.resume is None \
+                and not self.config.option.collectonly:
+            # lazy: kept out of a plain pytest run
+            from pytest_ragbench.run.plots_ahead import PlotsAhead
+
+            self.plots_ahead = PlotsAhead(self.settings)
+            kinds = (ragbench_kind(nodeid, self._kind_names()) for nodeid in self.selected)
+            self.plots_ahead.expect(found[0] for found in kinds if found is not None)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """Give each xdist worker the run id, the journal, and what resuming deselects."""
+        if not self.write_files or self.journal is None:
+            return
+        node.workerinput[WORKER_INPUT_KEY] = {
+            "id": self.run_id, "journal": str(self.journal.path),
+            "resume": self.resume.worker_input() if self.resume is not None else None}
+
+    # -- collecting -----------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Check system names, save name and gates, and load the baseline, before any item runs."""
+        try:
+            if self.settings.systems:
+                check_systems(self.config, self.settings.systems)
+            if self.settings.save:
+                # lazy: kept out of a plain pytest run
+                from pytest_ragbench.results.runs import check_name
+
+                check_name(self.settings.save)
+            if self.settings.gates:
+                # lazy: kept out of a plain pytest run
+                from pytest_ragbench.results.gates import parse_gates
+
+                self.gates = parse_gates(self.settings.gates)
+            if self.settings.judge_labels:
+                # lazy: kept out of a plain pytest run
+                from pytest_ragbench.cases.labels import read_labels
+                from pytest_ragbench.config.vocabulary import check_labels
+
+                path = self.settings.judge_labels
+                self.labels = read_labels(path, display_path(path, self.config))
+                check_labels(self.labels, registry(self.config))
+            if self.settings.compare:
+                # lazy: kept out of a plain pytest run
+                from pytest_ragbench.results import runs
+
+                path = runs.resolve(self.settings.compare, self.settings.report_dir,
+                                    self.config.invocation_params.dir)
+                self.baseline = runs.load(path)
+        except ConfigError as exc:
+            raise pytest.UsageError(f"ragbench: {exc}") from None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Keep the record carried by a report; a crashed worker's item becomes ``lost``."""
+        data = getattr(report, REPORT_ATTRIBUTE, None)
+        if isinstance(data, dict):
+            self.records[report.nodeid] = ItemRecord.from_dict(data)
+            if self.plots_ahead is not None:
+                self._guard("drawing plots ahead", lambda: self.plots_ahead.arrived(
+                    self.records[report.nodeid]))
+        elif report.when not in PHASES and report.failed and report.nodeid not in self.records:
+            worker = _worker_id(getattr(report, "node", None))
+            if worker in self.interrupted_workers:
+                return  # its worker was interrupted: the item did not run, it did not crash
+            lost = lost_record(report.nodeid, self.settings.systems, str(report.longrepr),
+                               self._kind_names())
+            if lost is not None:
+                self.records[report.nodeid] = lost
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """Components named on an xdist worker arrive in its ``workeroutput``.
+
+        A worker that ran all its items draws plots until the session ends
+        (run/plots_ahead.py).
+        """
+        output = getattr(node, "workeroutput", None) or {}
+        self.worker_components.update(output.get(components_mod.WORKEROUTPUT_KEY) or {})
+        gateway = getattr(node, "gateway", None)
+        if error is None and output.get("exitstatus") in OK_EXITS and gateway is not None \
+                and self.plots_ahead is not None:
+            self._guard("drawing plots ahead", lambda: self.plots_ahead.add_worker(
+                _worker_id(node) or "worker", gateway))
+        if error == "keyboard-interrupt" or output.get("exitstatus") == int(
+                pytest.ExitCode.INTERRUPTED):
+            worker = _worker_id(node)
+            if worker is not None:
+                self.interrupted_workers[worker] = output.get(SIGNAL_OUTPUT_KEY) \
+                    or self.interrupted_workers.get(worker)
+
+    def _kind_names(self) -> tuple[str, ...]:
+        """The item kinds of this session (a plugin's too)."""
+        return tuple(registry(self.config).item_kinds)
+
+    def sorted_records(self) -> list[ItemRecord]:
+        """Records in node-id order, independent of worker scheduling."""
+        return [self.records[k] for k in sorted(self.records)]
+
+    # -- reporting ------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Write the report files, fail the session on missed gates, report the checks.
+
+        Runs before ``--junitxml`` writes its file (tryfirst), so that the gates and
+        regressions reach it as testcases. Nothing here may fail the session: a part
+        that breaks becomes one warning naming it, and the other parts are still done.
+        A SIGTERM from now on waits for the files (run/interruption.py).
+        """
+        self.signals.reporting = True
+        ahead = self._guard("drawing plots ahead", self._plots_drawn_ahead)
+        self._guard("reading the run's journal", self._merge_journal)
+        self.status = run_status(
+            self.selected, set(self.records),
+            interrupted=session.exitstatus == pytest.ExitCode.INTERRUPTED,
+            signal_name=self._signal_name(),
+            shouldstop=session.shouldstop or session.shouldfail)
+        stopped = bool(self.selected) and self.status.status == "interrupted" \
+            and not self.config.option.collectonly
+        if not self.records and not stopped:
+            # nothing ran, nothing was stopped: nothing to report or keep for a resume
+            if self.journal is not None and self.journal.active:
+                self.journal.close()
+                journal_mod.remove([self.journal.path], self.problems)
+            return
+        # (An interrupted run with no item finished still says so, every item not run.)
+        # lazy: kept out of a plain pytest run
+        from pytest_ragbench.render import files
+
+        records = self.sorted_records()
+        self._settle_exit_status(session)
+        if self.write_files:
+            self._guard("reading the other unfinished runs", self._settle_other_runs)
+        folder = self.settings.report_dir
+        tag = {"id": self.run_id, "status": self.status.status}
+        if self.write_files:  # files of the earlier run go first: never two runs side by side
+            files.remove_stale(folder, files.previous_run_files(folder), self.problems)
+            self._guard(f"writing {folder / 'items.jsonl'}",
+                        lambda: self.written.append(files.write_items(folder / "items.jsonl",
+                                                                      records, tag)))
+        self.document = self._guard("building the results document",
+                                    lambda: self._build(session, records))
+        if self.document is None:
+            return
+        if self.write_files:
+            self.written += files.write_all(self.document, records, self.settings,
+                                            self.problems, items_written=bool(self.written),
+                                            plots_ahead=ahead)
+            self._guard("removing the run's journal", self._finish_journal)
+        if self.document["failures"] and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        self._guard("reporting gates and regressions as test reports",
+                    lambda: self._report_checks(session, self.document or {}))
+        self._warn_problems()
+        self._warn_partial_baseline()
+
+    def _plots_drawn_ahead(self) -> dict[str, Any] | None:
+        """The kinds' plots drawn while the workers ran; the drawing thread is stopped."""
+        if self.plots_ahead is None:
+            return None
+        ahead, self.plots_ahead = self.plots_ahead, None
+        return dict(ahead.finish())
+
+    def pytest_unconfigure(self) -> None:
+        """A session that ended before its report stops the plot thread too."""
+        if self.plots_ahead is not None:
+            self.plots_ahead.close()
+
+    def _merge_journal(self) -> None:
+        """Records that never reached this process (a worker's last ones), and the kept ones."""
+        if self.journal is None or not self.journal.path.is_file():
+            return
+        if self.resume is None and self.selected is not None \
+                and self.selected <= self.records.keys():
+            return  # every item's record arrived: the journal holds nothing more
+        start = self.resume.size if self.resume is not None else 0
+        journal = journal_mod.read(self.journal.path, start=start)
+        kept = self.resume.kept if self.resume is not None else {}
+        for nodeid, data in [*journal.records.items(), *kept.items()]:
+            if nodeid not in self.records:
+                self.records[nodeid] = ItemRecord.from_dict(data)
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """What stopped the session, when no signal did (xdist's ``-x``, a worker's Ctrl-C)."""
+        self.stopped_by = str(excinfo.value).strip() or None
+
+    def _signal_name(self) -> str | None:
+        if self.signals.received:
+            return self.signals.received
+        if self.interrupted_workers:
+            names = ", ".join(sorted(self.interrupted_workers))
+            signals = sorted({s for s in self.interrupted_workers.values() if s})
+            how = f"{'/'.join(signals)} to" if signals else "an interruption of"
+            return f"{how} xdist worker {names}"
+        return self.stopped_by
+
+    def _settle_exit_status(self, session: pytest.Session) -> None:
+        """A resumed run's kept failures fail the session; all items kept is not 'no tests'."""
+        if self.resume is None:
+            return
+        failed = any(r.status in ("failed", "error", "lost") for r in self.records.values())
+        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
+
+    def _settle_other_runs(self) -> None:
+        """Which other unfinished runs this one replaces, and which it leaves to be resumed.
+
+        A complete run replaces a run of which it has every item (its own records, a
+        resumed run's kept ones included), or one that finished nothing; a run it covers
+        only in part (after ``--lf`` or ``-k``) keeps its journal, so no finished record
+        goes unless its item ran again.
+        """
+        # lazy: kept out of a plain pytest run
+        from pytest_ragbench.run.resume import kept_records
+
+        complete = self.status is not None and self.status.status == "complete"
+        own = self.journal.path if self.journal is not None else None
+        for other in journal_mod.unfinished(self.settings.report_dir, besides=own):
+            finished = kept_records(other)
+            if complete and (not finished or other.items() <= self.records.keys()):
+                self.replaced_runs.append(other.path)
+            else:
+                self.other_runs.append({"id": other.run_id, "finished_items": len(finished)})
+
+    def _finish_journal(self) -> None:
+        """A complete run removes its journal (and the unfinished runs it replaces)."""
+        if self.journal is None or self.status is None or self.status.status != "complete":
+            return
+        wrote = {p.name for p in self.written}
+        if not {"items.jsonl", "results.json"} <= wrote:
+            return  # the journal still holds the records the files do not
+        self.journal.close()
+        journal_mod.remove([self.journal.path, *self.replaced_runs], self.problems)
+
+    def _warn_partial_baseline(self) -> None:
+        import warnings
+
+        baseline = (self.document or {}).get("baseline") or {}
+        if baseline.get("status") == "interrupted":
+            # lazy: kept out of a plain pytest run
+            from pytest_ragbench.results.verdict import partial_baseline_text
+
+            with contextlib.suppress(Exception):
+                warnings.warn(RagbenchReportWarning(
+                    f"ragbench: {partial_baseline_text(baseline)}"), stacklevel=1)
+
+    def _build(self, session: pytest.Session, records: list[ItemRecord]) -> dict[str, Any]:
+        # lazy: kept out of a plain pytest run
+        from pytest_ragbench.render.files import run_info
+        from pytest_ragbench.results import document as document_mod
+
+        found = {**self.worker_components, **components_mod.components(self.config)}
+        run = run_info(self.config.rootpath, self.run_id)
+        if self.status is not None:
+            run.update(self.status.as_run_keys())
+            if self.status.status == "interrupted" and self.selected is not None:
+                run["not_run_items"] = sorted(self.selected - self.records.keys())
+        if self.other_runs:
+            run["unfinished_runs"] = self.other_runs
+        if self.resume is not None:
+            kept = len(self.resume.kept)
+            run["resumed"] = {"sessions": self.resume.sessions + 1, "kept_items": kept,
+                              "run_now": len(records) - kept}
+        document = document_mod.build(
+            records, self.settings, run=run,
+            components=components_mod.ordered(found), baseline=self.baseline,
+            gate_list=self.gates, labels=self.labels)
+        document["run"]["exit_status"] = int(session.exitstatus)
+        return document
+
+    def _report_checks(self, session: pytest.Session, document: dict[str, Any]) -> None:
+        testcases.emit(session, document, self.settings.report_dir / "results.json",
+                       gated=self.settings.fail_on == "regression", problems=self.problems)
+
+    def _guard(self, part: str, action: Callable[[], T]) -> T | None:
+        """Run one part of the report; a failure becomes a problem line naming the part."""
+        try:
+            return action()
+        except Exception as exc:
+            detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            self.problems.append(f"{part} failed ({detail})")
+            return None
+
+    def _warn_problems(self) -> None:
+        """Each problem also as a pytest warning (shown in the warnings summary)."""
+        import warnings
+
+        for problem in self.problems[self._warned:]:
+            # with -W error the warning raises: the line in the ragbench section says it
+            with contextlib.suppress(Exception):
+                warnings.warn(RagbenchReportWarning(scrub(f"ragbench report: {problem}")),
+                              stacklevel=1)
+        self._warned = len(self.problems)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: Any) -> tuple[str, str, str] | None:
+        """Gates and regressions are counted under their own words in the last line."""
+        return teststatus(report)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Print the ``ragbench`` section (a part that fails is named, the rest printed)."""
+        if self.document is None and not self.problems:
+            return
+        terminalreporter.section("ragbench")
+        if self.document is not None:
+            # lazy: kept out of a plain pytest run
+            from pytest_ragbench.render.terminal import render
+
+            before = len(self.problems)
+            lines = self._guard("the terminal summary", lambda: render(
+                self.document or {}, self.written, self.settings.report_dir,
+                problems=self.problems)) or []
+            for line in lines:
+                red = line.startswith(("FAILED", "verdict: FAILED", "verdict: INTERRUPTED")) \
+                    or ": MISSED," in line
+                terminalreporter.write_line(scrub(line), red=red, bold=red)
+            if len(self.problems) > before:
+                self._warn_problems()
+        for problem in self.problems:
+            terminalreporter.write_line(scrub(f"ragbench: {problem}"), yellow=True)
+
+
+
+class RagbenchReportWarning(UserWarning):
+    """A part of the ragbench report could not be made; the rest was."""
+
+
+def _worker_id(node: Any) -> str | None:
+    return getattr(getattr(node, "gateway", None), "id", None)
+
+
+def ragbench_kind(nodeid: str, kind_names: tuple[str, ...] = ()) -> tuple[str, str] | None:
+    """``(kind, label)`` of a ragbench item's node id (``path::kind[label]``), else None.
+
+    ``kind_names``: the session's item kinds (the built-in ones when not given).
+    """
+    name = nodeid.rpartition("::")[2]
+    kind, bracket, label = name.partition("[")
+    known = kind_names or tuple(builtin_registry().item_kinds)
+    if not bracket or kind not in (*known, "invalid_case"):
+        return None
+    return kind, label[:-1] if label.endswith("]") else label
+
+
+def lost_record(nodeid: str, systems: tuple[str, ...], message: str,
+                kind_names: tuple[str, ...] = ()) -> ItemRecord | None:
+    """A ``lost`` record for a ragbench item whose worker died (None for other tests)."""
+    found = ragbench_kind(nodeid, kind_names)
+    if found is None:
+        return None
+    kind, label = found
+    path = nodeid.rpartition("::")[0]
+    system = next((s for s in systems if label.startswith(f"{s}-")), None)
+    case_id = label[len(system) + 1:] if system else label
+    return ItemRecord(nodeid=nodeid, kind=kind, case_kind="", case_id=case_id, file=path,
+                      line=0, status="lost", system=system, error=message[:500])

@@ -1,0 +1,254 @@
+"""The embedded default system: the session's retriever plus a generator, or an extractive answer.
+
+Imported only when ``ragbench_system`` is first used. Retrieval for many questions is
+done in one batch by :meth:`EmbeddedSystem.prepare`; answers then run concurrently
+through :meth:`EmbeddedSystem.aanswer` when the generator is asynchronous.
+
+Two choices of a RAG application are made here (what they measured on the bundled cases
+is recorded in test_cases/ragbench.toml):
+
+- A follow-up question is retrieved together with the user's earlier turns: a follow-up
+  alone ("How fast do they play?") often names nothing the documents are about.
+- The system declines without generating when the best dense similarity of the retrieval
+  query is below :data:`DECLINE_BELOW`: a small local generator answers anything it is
+  asked (a recipe, a joke). The cut-off lies midway between the top similarities of
+  off-topic, gibberish and injection-only questions and that of the lowest answerable
+  question. Out-of-scope questions close to the corpus are left to the generator.
+
+With a ``speller`` (the fixtures pass a :class:`.spelling.VocabularySpeller` built from the
+indexed documents), the question and the user's earlier turns are spelling-corrected
+before anything else: the corrected text is retrieved, checked for a decline and given to
+the generator (or the extractive answer): typos, dropped and doubled characters then keep
+far more robustness items, and few correctly spelt questions change (both
+recorded in test_cases/ragbench.toml).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from pytest_ragbench.systems.prompts import ANSWER_MAX_TOKENS, rag_messages
+from pytest_ragbench.systems.protocols import Answer, Context, Generator, Retriever, as_messages
+
+NO_ANSWER = "I don't know: the documents do not cover this question."
+DECLINE_BELOW = 0.22  # best dense cosine of the retrieval query; see the module docstring
+# Contexts given to the generator (all top_k are returned and scored): prompt processing
+# is most of the local generator's time, so it reads fewer than are scored (prompt sizes
+# in test_cases/ragbench.toml); the extractive answer reads 3 as well.
+GENERATOR_K = 3
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_STOPWORDS_TEXT = """a an and are as at be by did do does for from had has have how i in is it its
+of on or that the their there this to was were what when where which who whom why will with you
+your can could should would me my we our they them he she his her"""
+_STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+
+class Speller(Protocol):
+    """Corrects the spelling of a text, like :class:`.spelling.VocabularySpeller`."""
+
+    def correct(self, text: str) -> str:
+        """Return ``text`` with its misspelt words corrected."""
+        ...
+
+
+class EmbeddedSystem:
+    """Answers a question from the top ``top_k`` contexts of ``retriever``.
+
+    With a ``generator`` the answer is generated with the RAG prompt (systems/prompts.py);
+    without one it is extracted from the contexts (the sentences sharing most words with the
+    question), and :meth:`describe` says so. Prior user turns join the retrieval query;
+    when the retriever has a dense part and its best cosine similarity for that query is
+    below ``decline_below``, the answer is :data:`NO_ANSWER` (``None`` turns this off).
+    With a ``speller``, :meth:`answer`, :meth:`aanswer` and :meth:`prepare` correct the
+    question and earlier user turns once, and every later step uses the corrected text.
+    """
+
+    def __init__(self, retriever: Retriever, generator: Generator | None = None, *,
+                 top_k: int = 5, generator_k: int = GENERATOR_K,
+                 max_tokens: int = ANSWER_MAX_TOKENS, no_generator_reason: str = "",
+                 decline_below: float | None = DECLINE_BELOW,
+                 speller: Speller | None = None) -> None:
+        self.retriever = retriever
+        self.generator = generator
+        self.top_k = top_k
+        self.generator_k = generator_k
+        self.max_tokens = max_tokens
+        self.no_generator_reason = no_generator_reason
+        self.decline_below = decline_below
+        self.speller = speller
+        self._dense = dense_part(retriever) if decline_below is not None else None
+        self._retrieved: dict[str, tuple[Context, ...]] = {}
+        self._confidence: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"EmbeddedSystem({self.describe()})"
+
+    def describe(self) -> str:
+        """Return one line naming the retriever and the generator (or the extractive fallback)."""
+        if self.generator is not None:
+            describe = getattr(self.generator, "describe", None)
+            how = describe() if callable(describe) else self.generator.model_id
+            generator = f"generator {how} reading the top {self.generator_k}"
+        else:
+            reason = f" ({self.no_generator_reason})" if self.no_generator_reason else ""
+            generator = f"extractive answers, no generator{reason}"
+        declines = (f", declines below dense similarity {self.decline_below:g}"
+                    if self._dense is not None else "")
+        spelling = (", corrects spelling against the corpus vocabulary"
+                    if self.speller is not None else "")
+        return (f"embedded: {self.retriever!r}, top_k={self.top_k}, {generator}{declines}"
+                f"{spelling}")
+
+    def read(self, contexts: Sequence[Context]) -> Sequence[Context]:
+        """The contexts the generator reads: the first ``generator_k``."""
+        return contexts[:self.generator_k]
+
+    def spell(self, text: str) -> str:
+        """``text`` with its spelling corrected by the speller (as it is without one)."""
+        return text if self.speller is None else self.speller.correct(text)
+
+    def spell_history(self, history: Sequence[Any] | None) -> list[dict[str, str]] | None:
+        """Earlier turns as messages, the user's corrected by the speller."""
+        if not history:
+            return None
+        return [{**m, "content": self.spell(m["content"])} if m["role"] == "user" else m
+                for m in as_messages(history)]
+
+    def prepare(self, questions: Sequence[str]) -> None:
+        """Retrieve the contexts of many questions in one batch (queries embedded together)."""
+        queries = [self.spell(q) for q in questions]
+        with self._lock:
+            todo = [q for q in dict.fromkeys(queries) if q not in self._retrieved]
+        if not todo:
+            return
+        results = self.retriever.retrieve_many(todo, top_k=self.top_k)
+        confidence = self._best_similarities(todo)
+        with self._lock:
+            for question, contexts in zip(todo, results, strict=True):
+                self._retrieved[question] = tuple(contexts)
+            self._confidence.update(confidence)
+
+    def contexts(self, question: str) -> tuple[Context, ...]:
+        """Return the retrieved contexts of a (corrected) query, from :meth:`prepare` when done."""
+        with self._lock:
+            found = self._retrieved.get(question)
+        if found is None:
+            found = tuple(self.retriever.retrieve(question, top_k=self.top_k))
+        return found
+
+    def declines(self, query: str) -> bool:
+        """Whether the best dense similarity of a retrieval query is below ``decline_below``."""
+        if self._dense is None or self.decline_below is None:
+            return False
+        with self._lock:
+            best = self._confidence.get(query)
+        if best is None:
+            best = self._best_similarities([query]).get(query, float("-inf"))
+        return best < self.decline_below
+
+    def _best_similarities(self, queries: Sequence[str]) -> dict[str, float]:
+        if self._dense is None:
+            return {}
+        rows = self._dense.retrieve_many(list(queries), top_k=1)
+        return {q: (float(row[0].score) if row else float("-inf"))
+                for q, row in zip(queries, rows, strict=True)}
+
+    def answer(self, question: str, history: Sequence[Any] | None = None) -> Answer:
+        """Answer one question."""
+        started = time.perf_counter()
+        question, history = self.spell(question), self.spell_history(history)
+        query = retrieval_query(question, history)
+        contexts = self.contexts(query)
+        if self.declines(query):
+            return Answer(NO_ANSWER, contexts, latency_s=time.perf_counter() - started)
+        if self.generator is None:
+            return Answer(extractive_answer(question, contexts), contexts,
+                          latency_s=time.perf_counter() - started)
+        asked = time.perf_counter()
+        reply = self.generator.generate(rag_messages(question, self.read(contexts), history),
+                                        max_tokens=self.max_tokens)
+        return _generated(reply, contexts, started, asked)
+
+    async def aanswer(self, question: str, history: Sequence[Any] | None = None) -> Answer:
+        """Answer one question without blocking the event loop."""
+        agenerate = getattr(self.generator, "agenerate", None)
+        if agenerate is None:
+            return await asyncio.to_thread(self.answer, question, history)
+        started = time.perf_counter()
+        question, history = self.spell(question), self.spell_history(history)
+        query = retrieval_query(question, history)
+        with self._lock:
+            contexts = self._retrieved.get(query)
+        if contexts is None:
+            contexts = await asyncio.to_thread(self.contexts, query)
+        with self._lock:  # known from prepare(): no thread hop needed
+            known = self._dense is None or self.decline_below is None or \
+                query in self._confidence
+        declines = self.declines(query) if known else await asyncio.to_thread(self.declines,
+                                                                              query)
+        if declines:
+            return Answer(NO_ANSWER, contexts, latency_s=time.perf_counter() - started)
+        asked = time.perf_counter()
+        reply = await agenerate(rag_messages(question, self.read(contexts), history),
+                                max_tokens=self.max_tokens)
+        return _generated(reply, contexts, started, asked)
+
+
+def _generated(reply: Any, contexts: Sequence[Context], started: float, asked: float) -> Answer:
+    """The answer a generator's reply makes; a streamed reply's TTFT counts from ``started``."""
+    ttft = getattr(reply, "ttft_s", None)
+    return Answer(reply.text.strip(), tuple(contexts), latency_s=time.perf_counter() - started,
+                  usage=reply.usage, cached=reply.cached, model=getattr(reply, "model", None),
+                  served_model=getattr(reply, "served_model", None),
+                  ttft_s=None if ttft is None else asked - started + ttft,
+                  itl_s=getattr(reply, "itl_s", None))
+
+
+def retrieval_query(question: str, history: Sequence[Any] | None = None) -> str:
+    """The text retrieved for a question: the user's earlier turns, then the question."""
+    earlier = [m["content"] for m in as_messages(history) if m["role"] == "user"]
+    return " ".join([*earlier, question]) if earlier else question
+
+
+def dense_part(retriever: Any) -> Any:
+    """The retriever's dense (cosine-scored) part: itself, its ``dense`` member, or None."""
+    # lazy: loads numpy
+    from pytest_ragbench.systems.retrievers import DenseRetriever
+
+    for candidate in (retriever, getattr(retriever, "dense", None)):
+        if isinstance(candidate, DenseRetriever):
+            return candidate
+    return None
+
+
+def extractive_answer(question: str, contexts: Sequence[Context], max_sentences: int = 2,
+                      max_contexts: int = 3) -> str:
+    """Pick the sentences of the top contexts that share most words with the question."""
+    if not contexts:
+        return NO_ANSWER
+    wanted = {w for w in _words(question) if w not in _STOPWORDS}
+    candidates: list[tuple[int, int, int, str]] = []  # (-overlap, context rank, position, text)
+    for rank, context in enumerate(contexts[:max_contexts]):
+        for position, sentence in enumerate(_SENTENCE.split(context.text)):
+            sentence = sentence.strip().lstrip("#").strip()
+            if len(_words(sentence)) < 3:
+                continue
+            overlap = len(wanted & set(_words(sentence)))
+            candidates.append((-overlap, rank, position, sentence))
+    if not candidates:
+        return contexts[0].text.strip()[:500] or NO_ANSWER
+    best = sorted(candidates)[:max_sentences]
+    if best[0][0] == 0:  # no shared word: the opening of the best context
+        best = [min(candidates, key=lambda c: (c[1], c[2]))]
+    return " ".join(text for *_, text in sorted(best, key=lambda c: (c[1], c[2])))
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
