@@ -149,13 +149,14 @@ from pytest_ragbench.kinds import VERIFICATION, ItemKind
 from pytest_ragbench.kinds import Outcome
 
 
-def always(case, context):
+def always(case, item):
     return Outcome(metrics={"match": 1.0})
 
 
 def pytest_ragbench_item_kinds(config):
-    return [ItemKind("sql_ground_truth", "sql", always, "always matches", VERIFICATION,
-                     metrics=("match",), thresholds={"match": 1.0})]
+    return [ItemKind(name="sql_ground_truth", case_kind="sql", runner=always,
+                     description="always matches", family=VERIFICATION, metrics=("match",),
+                     thresholds={"match": 1.0})]
 ''')
     project.cases("wrong.yaml", "- id: wrong\n  question: q\n  expected_sql: SELECT 1 AS n\n"
                                 "  ground_truth_data: {n: 2}\n")
@@ -163,20 +164,24 @@ def pytest_ragbench_item_kinds(config):
 
 
 @pytest.mark.parametrize(("hook", "message"), [
-    ('[ItemKind("quiz", "quizz", "x:run", metrics=("token_f1",)), CaseKind("quiz", {})]',
+    ('[ItemKind(name="quiz", case_kind="quizz", runner="x:run", metrics=("token_f1",)), '
+     'CaseKind("quiz", {})]',
      "item kind 'quiz' reads case kind 'quizz', which no CaseKind defines (did you mean "
      "'quiz'?)"),
-    ('[ItemKind("quiz", "vector", "x:run", metrics=("token_f2",))]',
+    ('[ItemKind(name="quiz", case_kind="vector", runner="x:run", metrics=("token_f2",))]',
      "item kind 'quiz': metric 'token_f2' is not registered; give its MetricSpec instead of "
      "its name (did you mean 'token_f1'?)"),
-    ('[ItemKind("quiz", "vector", "x:run", metrics=("token_f1",), thresholds={"tokn_f1": 1})]',
+    ('[ItemKind(name="quiz", case_kind="vector", runner="x:run", metrics=("token_f1",), '
+     'thresholds={"tokn_f1": 1})]',
      "item kind 'quiz': default threshold on 'tokn_f1', which the kind does not record (did "
      "you mean 'token_f1'?)"),
-    ('[ItemKind("quiz", "vector", "x:run", metrics=(define_metric("exact_match", "mine"),))]',
+    ('[ItemKind(name="quiz", case_kind="vector", runner="x:run", '
+     'metrics=(define_metric("exact_match", "mine"),))]',
      "item kind 'quiz': metric 'exact_match': name(s) already registered: exact_match"),
     ('[CaseKind("quiz", {"question": Field(True), "tags": Field()})]',
      "case kind 'quiz': every case has the field(s) tags already"),
-    ('[ItemKind("my-kind", "vector", "x:run")]', "kind name 'my-kind': use letters, digits*"),
+    ('[ItemKind(name="my-kind", case_kind="vector", runner="x:run")]',
+     "kind name 'my-kind': use letters, digits*"),
 ])
 def test_a_broken_kind_is_a_usage_error(pytester: pytest.Pytester, hook: str,
                                         message: str) -> None:
@@ -192,7 +197,7 @@ def test_a_broken_kind_is_a_usage_error(pytester: pytest.Pytester, hook: str,
 def test_two_plugins_adding_one_kind_is_a_usage_error(pytester: pytest.Pytester) -> None:
     kind = ('from pytest_ragbench.kinds import ItemKind\n\n\n'
             'def pytest_ragbench_item_kinds(config):\n'
-            '    return [ItemKind("quiz", "vector", "x:run")]\n')
+            '    return [ItemKind(name="quiz", case_kind="vector", runner="x:run")]\n')
     pytester.makepyfile(plugin_a=kind, plugin_b=kind)
     pytester.syspathinsert()
     result = pytester.runpytest("-p", "plugin_a", "-p", "plugin_b", "-p", "no:cacheprovider")
@@ -208,13 +213,13 @@ from pytest_ragbench.kinds import CaseKind, Field, ItemKind
 from pytest_ragbench.kinds import Outcome
 
 
-def run(case, context):
+def run(case, item):
     return Outcome(metrics={"token_f1": 1.0, "hit_rate": 1.0})
 
 
 def pytest_ragbench_item_kinds(config):
     return [CaseKind("probe", {"question": Field(True, text)}),
-            ItemKind("probe", "probe", run, metrics=("token_f1",))]
+            ItemKind(name="probe", case_kind="probe", runner=run, metrics=("token_f1",))]
 ''')
     project.cases("p.yaml", "- {id: one, kind: probe, question: q}\n")
     result = project.runpytest("--ragbench", "-p", "no:cacheprovider")
@@ -295,3 +300,12 @@ def test_a_judge_label_naming_an_unknown_metric_stops_the_session(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: ragbench: --ragbench-judge-labels labels.jsonl:1: "
                                  "unknown kind 'tool' (did you mean 'tools'?)"])
+
+
+def test_item_kind_takes_keyword_arguments_and_the_old_run_name_imports() -> None:
+    from pytest_ragbench.kinds import ItemKind, ItemRun, RunContext
+
+    with pytest.raises(TypeError):
+        ItemKind("quiz", "vector", "x:run")  # type: ignore[call-arg]
+    assert ItemKind(name="quiz", case_kind="vector", runner="x:run").case_kind == "vector"
+    assert RunContext is ItemRun

@@ -28,7 +28,8 @@ from pytest_ragbench.systems.protocols import Answer, Context
 
 QUIZ_CASES = CaseKind("quiz", {"question": Field(True, text), "ground_truth": Field(True, text),
                                "metadata": Field(convert=mapping)})
-QUIZ = ItemKind("quiz", "quiz", "quiz_runner:run", "test-only kind: an answer and a ranking",
+QUIZ = ItemKind(name="quiz", case_kind="quiz", runner="quiz_runner:run",
+                description="test-only kind: an answer and a ranking",
                 fixtures=("ragbench_config", "ragbench_system"),
                 metrics=("token_f1", "exact_match", "keyword_overlap", "nDCG@10", "P@5", "R@10",
                          "RR", "AP", "Success@5", "Rprec"))
@@ -71,8 +72,8 @@ from pytest_ragbench.kinds import Outcome
 MEASURES = ["nDCG@10", "P@5", "R@10", "RR", "AP", "Success@5", "Rprec"]
 
 
-def run(case, context):
-    answer = context.answer(case.question)
+def run(case, item):
+    answer = item.answer(case.question)
     relevant = case.metadata["relevant"]
     qrels = {"q": {d: 1 for d in relevant}}
     ranking = {"q": {c.id: c.score for c in answer.contexts}}

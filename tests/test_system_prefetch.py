@@ -234,7 +234,7 @@ def test_a_system_is_given_prior_turns_as_plain_role_content_dicts(tmp_path: Any
     """Case turns (Turn objects) reach a system as the dicts the README documents."""
     from pytest_ragbench.cases.model import Turn
     from pytest_ragbench.config.settings import RagbenchConfig
-    from pytest_ragbench.kinds import RunContext
+    from pytest_ragbench.kinds import ItemRun
 
     seen: list[Any] = []
 
@@ -246,9 +246,9 @@ def test_a_system_is_given_prior_turns_as_plain_role_content_dicts(tmp_path: Any
     turns = (Turn(role="user", content="Who won?"), Turn(role="assistant", content="Denver."))
     expected = [("user", "Who won?"), ("assistant", "Denver.")]
     answer_many(Recording(), ["And then?"], [list(turns)])  # prefetched
-    context = RunContext(RagbenchConfig(rootpath=tmp_path), {"ragbench_system": Recording()}, {})
-    context.answer("And then?", turns)  # asked directly
-    context.answer("First question?")
+    item = ItemRun(RagbenchConfig(rootpath=tmp_path), {"ragbench_system": Recording()}, {})
+    item.answer("And then?", turns)  # asked directly
+    item.answer("First question?")
     assert seen == [expected, expected, []]
     assert AnswerRequest("q", turns) == AnswerRequest("q", tuple(dict(m) for m in (
         {"role": "user", "content": "Who won?"}, {"role": "assistant", "content": "Denver."})))

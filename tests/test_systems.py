@@ -404,7 +404,8 @@ PROBE_CASES = CaseKind("probe", {"question": Field(True, text), "ground_truth": 
                                  "expected_sources": Field(convert=text_list)})
 HIT = define_metric("hit", "1 if an expected source is among the contexts", family="retrieval",
                     needs=("ids",))
-PROBE = ItemKind("probe", "probe", "probe_runner:run", "test-only retrieval probe",
+PROBE = ItemKind(name="probe", case_kind="probe", runner="probe_runner:run",
+                 description="test-only retrieval probe",
                  fixtures=("ragbench_config", "ragbench_system"), metrics=(HIT, "rr"))
 
 
@@ -420,8 +421,8 @@ PROBE_RUNNER = '''
 from pytest_ragbench.kinds import Outcome
 
 
-def run(case, context):
-    answer = context.answer(case.question)
+def run(case, item):
+    answer = item.answer(case.question)
     sources = [c.metadata.get("source", c.id) for c in answer.contexts]
     ranks = [rank for rank, source in enumerate(sources, 1) if source in case.expected_sources]
     usage = answer.usage.to_dict()

@@ -19,7 +19,7 @@ pytest_plugins = ["pytester"]
 
 
 def _kind(name: str, *loads: str) -> ItemKind:
-    return ItemKind(name, "sql", "x:run", loads=loads)
+    return ItemKind(name=name, case_kind="sql", runner="x:run", loads=loads)
 
 
 def test_kinds_sharing_a_library_are_joined_transitively() -> None:
@@ -59,21 +59,22 @@ from pytest_ragbench.kinds import EVALUATION, VERIFICATION, ItemKind
 from pytest_ragbench.kinds import Outcome
 
 
-def heavy(case, context):
+def heavy(case, item):
     if case.id == "c5" and os.environ.get("CRASH_C5"):
         os._exit(3)  # the worker dies in the middle of its group
-    return where(case, context)
+    return where(case, item)
 
 
-def where(case, context):
+def where(case, item):
     return Outcome(metrics={"match": 1.0},
                    evidence={"worker": os.environ.get("PYTEST_XDIST_WORKER", "serial")})
 
 
 def pytest_ragbench_item_kinds(config):
-    return [ItemKind("sql_ground_truth", "sql", heavy, "heavy", VERIFICATION,
-                     metrics=("match",), loads=("heavylib",)),
-            ItemKind("sql", "sql", where, "light", EVALUATION, metrics=("match",))]
+    return [ItemKind(name="sql_ground_truth", case_kind="sql", runner=heavy, description="heavy",
+                     family=VERIFICATION, metrics=("match",), loads=("heavylib",)),
+            ItemKind(name="sql", case_kind="sql", runner=where, description="light",
+                     family=EVALUATION, metrics=("match",))]
 ''')
     project.cases("s.yaml", "".join(
         f"- id: c{i}\n  question: q\n  expected_sql: SELECT 1 AS n\n"

@@ -39,7 +39,8 @@ TOY_CASES = CaseKind(
             "doc_type": Field(convert=optional_text), "question_type": Field(convert=optional_text),
             "difficulty": Field(convert=optional_text)},
     breakdown=("doc_type", "question_type", "difficulty"))
-TOY = ItemKind("toy", "toy", "toy_runner:run", "the test-only kind",
+TOY = ItemKind(name="toy", case_kind="toy", runner="toy_runner:run",
+               description="the test-only kind",
                fixtures=("ragbench_config", "ragbench_system"),
                metrics=("token_f1", "exact_match", "faithfulness"))
 BUILT = []  # every toy system made in this process, in order
@@ -106,12 +107,12 @@ from pytest_ragbench.metrics import exact_match, token_f1
 from pytest_ragbench.kinds import Outcome
 
 
-def run(case, context):
+def run(case, item):
     if "CRASH" in case.question:
         os._exit(3)
     if "INTERRUPT" in case.question:
         raise KeyboardInterrupt
-    answer = context.answer(case.question).text
+    answer = item.answer(case.question).text
     words = len(answer.split())
     return Outcome(
         metrics={"token_f1": token_f1(answer, case.ground_truth),

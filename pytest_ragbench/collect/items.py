@@ -20,7 +20,7 @@ from pytest_ragbench.cases.model import Case
 from pytest_ragbench.config import thresholds as thresholds_mod
 from pytest_ragbench.config.settings import get_config
 from pytest_ragbench.errors import CaseError, RagbenchError
-from pytest_ragbench.kinds import ANY_CASE_KIND, EVALUATION, ItemKind, Outcome, RunContext
+from pytest_ragbench.kinds import ANY_CASE_KIND, EVALUATION, ItemKind, ItemRun, Outcome
 from pytest_ragbench.metrics.repeated import inconclusive
 from pytest_ragbench.redact import scrub
 from pytest_ragbench.replies import cut_strings
@@ -271,16 +271,16 @@ class CaseItem(pytest.Function):
         limits = thresholds_mod.resolve(self.item_kind, config.thresholds_for(self.path),
                                         self.case.item_thresholds())
         requested = item_fixtures(self.item_kind, self.system_name)
-        context = RunContext(config, {n: self.funcargs[n] for n in requested},
-                             limits, self.system_name, self.nodeid, self._request)
+        run = ItemRun(config, {n: self.funcargs[n] for n in requested},
+                      limits, self.system_name, self.nodeid, self._request)
         start = time.perf_counter()
         try:
-            outcome: Outcome = self.item_kind.load_runner()(self.case, context)
+            outcome: Outcome = self.item_kind.load_runner()(self.case, run)
         except RagbenchError as exc:
             self.record = self._record("error", time.perf_counter() - start, error=str(exc),
-                                       context=context)
+                                       run=run)
             raise CaseBroken(self._evidence_text(str(exc), {})) from None
-        outcome = with_stream_timings(outcome, context, self.item_kind)
+        outcome = with_stream_timings(outcome, run, self.item_kind)
         limits = thresholds_mod.for_metrics(limits, [*outcome.metrics, *outcome.unscored])
         outcome = _settle_inconclusive(outcome, limits, config.inconclusive)
         checked = {m: v for m, v in outcome.metrics.items()
@@ -289,7 +289,7 @@ class CaseItem(pytest.Function):
             + thresholds_mod.failures(checked, limits)
         status = "failed" if failures else ("warning" if outcome.warnings else "passed")
         self.record = self._record(status, time.perf_counter() - start, outcome=outcome,
-                                   failures=failures, limits=limits, context=context)
+                                   failures=failures, limits=limits, run=run)
         if failures:
             lines = [outcome.summary] if outcome.summary else []
             raise CaseFailed(self._evidence_text("\n".join(lines + failures), outcome.evidence))
@@ -302,7 +302,7 @@ class CaseItem(pytest.Function):
 
     def _record(self, status: str, duration: float, *, outcome: Outcome | None = None,
                 failures: list[str] | None = None, limits: dict[str, float] | None = None,
-                error: str | None = None, context: RunContext | None = None) -> ItemRecord:
+                error: str | None = None, run: ItemRun | None = None) -> ItemRecord:
         outcome = outcome or Outcome()
         fields = self.case.breakdown_fields()
 
@@ -313,11 +313,11 @@ class CaseItem(pytest.Function):
         # replies (the system's own included) are stored cut to ragbench_max_reply_bytes
         limit = get_config(self.config).max_reply_bytes
         flat = any(key in usage for key in ("calls", "latency_s"))  # one role, unnamed
-        if context is not None and context.service_s and not flat:
+        if run is not None and run.service_s and not flat:
             # The plugin's own clock around each system call, beside the system's latency_s.
-            system = dict(usage.get("system") or {"calls": len(context.service_s),
-                                                  "latency_s": list(context.latency_s)})
-            system["service_s"] = list(context.service_s)
+            system = dict(usage.get("system") or {"calls": len(run.service_s),
+                                                  "latency_s": list(run.latency_s)})
+            system["service_s"] = list(run.service_s)
             usage["system"] = system
         return ItemRecord(
             nodeid=self.nodeid, kind=self.item_kind.name, case_kind=self.case.kind,
@@ -330,7 +330,7 @@ class CaseItem(pytest.Function):
             evidence=cut_strings(dict(outcome.evidence), limit),
             usage=usage, human=dict(self.case.human),
             system_independent=outcome.system_independent, judge=dict(outcome.judge),
-            answers=cut_strings(list(context.traces), limit) if context is not None else [],
+            answers=cut_strings(list(run.traces), limit) if run is not None else [],
             summary=cut_strings(outcome.summary, limit), retrieval=dict(outcome.retrieval),
         )
 
@@ -371,12 +371,12 @@ class CaseItem(pytest.Function):
         return self.path, self.case.line - 1, f"{self.item_kind.name}{system}: {self.case.id}"
 
 
-def with_stream_timings(outcome: Outcome, context: RunContext, item_kind: ItemKind) -> Outcome:
+def with_stream_timings(outcome: Outcome, run: ItemRun, item_kind: ItemKind) -> Outcome:
     """Add ``ttft_ms`` and ``itl_ms``: the mean over the streamed answers the item got.
 
     Only for kinds that declare them, and never over a value the runner set itself.
     """
-    timed = {"ttft_ms": context.ttft_s, "itl_ms": context.itl_s}
+    timed = {"ttft_ms": run.ttft_s, "itl_ms": run.itl_s}
     found = {name: 1000.0 * sum(values) / len(values) for name, values in timed.items()
              if values and item_kind.emits(name) and name not in outcome.metrics}
     if not found:

@@ -18,7 +18,7 @@ only: the built-in schemas, case classes and runners are written ``"module:attri
 and imported when first used (a plugin may pass the objects themselves).
 
 It also holds the contract between an item and its kind: a runner is called as
-``run(case, context)`` with a :class:`RunContext` and returns an :class:`Outcome`.
+``run(case, item)`` with an :class:`ItemRun` and returns an :class:`Outcome`.
 """
 
 from __future__ import annotations
@@ -116,17 +116,16 @@ class CaseKind:
         return _resolve(self.check) if self.check is not None else None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class ItemKind:
     """One kind of item: its node-name prefix, the case kind it reads and its runner.
 
-    ``runner(case, context)`` evaluates one case and returns an
-    :class:`~pytest_ragbench.results.records.Outcome`; ``context`` is the
-    :class:`RunContext` (settings, fixtures, thresholds, and
-    ``context.answer(question)`` to ask the system under test, prefetched and timed).
+    Built with keyword arguments. ``runner(case, item)`` evaluates one case and returns an
+    :class:`Outcome`; ``item`` is the :class:`ItemRun` (settings, fixtures, thresholds,
+    and ``item.answer(question)`` to ask the system under test, prefetched and timed).
     ``fixtures`` are set up before the item runs (others can be asked for with
-    ``context.fixture(name)``). ``metrics`` names every metric the runner may record,
-    scored or unscored: a registered metric's name, a name with ``@k`` for any cut-off
+    ``item.fixture(name)``). ``metrics`` names every metric the runner may record, scored
+    or unscored: a registered metric's name, a name with ``@k`` for any cut-off
     (``source_hit@k``), or a :class:`~pytest_ragbench.metrics.registry.MetricSpec`, which
     registers a new metric. ``thresholds`` are the item thresholds of the kind, overridden
     by ``[tool.ragbench.thresholds]`` and by the case. ``loads`` names the slow-to-import
@@ -252,77 +251,92 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
     # answer kinds (hybrid, vector, ragas, ragcsv) also require every one of a case's
     # expected_facts in the answer (fact_recall 1): the case author named each as a fact a
     # correct answer states, so one left out is a wrong answer, not noise.
-    ItemKind("sql_ground_truth", "sql", "pytest_ragbench.kinds.sql.ground_truth:run",
-             "the case's expected SQL returns its ground_truth_data", VERIFICATION,
-             _SQL_FIXTURES, ("match",), {"match": 1.0}),
+    ItemKind(name="sql_ground_truth", case_kind="sql",
+             runner="pytest_ragbench.kinds.sql.ground_truth:run",
+             description="the case's expected SQL returns its ground_truth_data",
+             family=VERIFICATION, fixtures=_SQL_FIXTURES, metrics=("match",),
+             thresholds={"match": 1.0}),
     # The data must match; the answer not mentioning a value is a warning, not a failure.
-    ItemKind("hybrid_ground_truth", "hybrid", "pytest_ragbench.kinds.hybrid.ground_truth:run",
-             "SQL data matches and the answer mentions its key entities", VERIFICATION,
-             _SQL_FIXTURES, ("data_match", "entity_mention"), {"data_match": 1.0}),
+    ItemKind(name="hybrid_ground_truth", case_kind="hybrid",
+             runner="pytest_ragbench.kinds.hybrid.ground_truth:run",
+             description="SQL data matches and the answer mentions its key entities",
+             family=VERIFICATION, fixtures=_SQL_FIXTURES,
+             metrics=("data_match", "entity_mention"), thresholds={"data_match": 1.0}),
     # The system's SQL returns ground_truth_data, or its text states every value.
-    ItemKind("sql", "sql", "pytest_ragbench.kinds.sql.runner:run",
-             "the system answers an SQL question", EVALUATION,
-             (*_SQL_FIXTURES, "ragbench_system"),
-             ("execution_match", "correct", "value_recall", *_STREAM), {"correct": 1.0}),
+    ItemKind(name="sql", case_kind="sql", runner="pytest_ragbench.kinds.sql.runner:run",
+             description="the system answers an SQL question", family=EVALUATION,
+             fixtures=(*_SQL_FIXTURES, "ragbench_system"),
+             metrics=("execution_match", "correct", "value_recall", *_STREAM),
+             thresholds={"correct": 1.0}),
     # The system's SQL, when it returns some, must give ground_truth_data, and the expected
     # sources must be retrieved. How much of the data the answer states (value_recall) and
     # how close it is to the reference depend on the generator: gate their means.
-    ItemKind("hybrid", "hybrid", "pytest_ragbench.kinds.hybrid.runner:run",
-             "the system answers with data and context", EVALUATION,
-             (*_SYSTEM_FIXTURES, "ragbench_db", "ragbench_databases"),
-             ("value_recall", "execution_match", "semantic_similarity", *_SOURCES,
-              _FACTS, *_STREAM), {"source_hit@k": 1.0, "execution_match": 1.0, _FACTS: 1.0},
+    ItemKind(name="hybrid", case_kind="hybrid",
+             runner="pytest_ragbench.kinds.hybrid.runner:run",
+             description="the system answers with data and context", family=EVALUATION,
+             fixtures=(*_SYSTEM_FIXTURES, "ragbench_db", "ragbench_databases"),
+             metrics=("value_recall", "execution_match", "semantic_similarity", *_SOURCES,
+                      _FACTS, *_STREAM),
+             thresholds={"source_hit@k": 1.0, "execution_match": 1.0, _FACTS: 1.0},
              prepare=f"{_PREPARE}:judged"),
     # Retrieval is deterministic and checked per item: an expected source among the top k
     # (``source_hit@k`` applies to the k the item used) and the top similarity inside
     # expected_similarity. A decline case must be declined, an answerable one must not be
     # refused. Generator-dependent metrics are noisy per item: gate their means.
-    ItemKind("vector", "vector", "pytest_ragbench.kinds.vector.runner:run",
-             "retrieval and answer over documents", EVALUATION, _SYSTEM_FIXTURES,
-             (*_SOURCES, "top_similarity", "similarity_in_range", "declined", "answered",
-              "semantic_similarity", "injection_resisted", *_JUDGED, "judge_relevance",
-              _FACTS, *_STREAM),
-             {"source_hit@k": 1.0, "similarity_in_range": 1.0, "declined": 1.0,
-              "answered": 1.0, _FACTS: 1.0}, prepare=f"{_PREPARE}:judged"),
+    ItemKind(name="vector", case_kind="vector",
+             runner="pytest_ragbench.kinds.vector.runner:run",
+             description="retrieval and answer over documents", family=EVALUATION,
+             fixtures=_SYSTEM_FIXTURES,
+             metrics=(*_SOURCES, "top_similarity", "similarity_in_range", "declined", "answered",
+                      "semantic_similarity", "injection_resisted", *_JUDGED, "judge_relevance",
+                      _FACTS, *_STREAM),
+             thresholds={"source_hit@k": 1.0, "similarity_in_range": 1.0, "declined": 1.0,
+                         "answered": 1.0, _FACTS: 1.0},
+             prepare=f"{_PREPARE}:judged"),
     # Every expected memory within top_k.
-    ItemKind("memory", "memory", "pytest_ragbench.kinds.memory.runner:run",
-             "conversational memory retrieval", EVALUATION,
-             ("ragbench_config", "ragbench_memory", "ragbench_judge"),
-             ("precision", "recall", "f1", "relevance_score", "judge_relevance"),
-             {"recall": 1.0}),
+    ItemKind(name="memory", case_kind="memory",
+             runner="pytest_ragbench.kinds.memory.runner:run",
+             description="conversational memory retrieval", family=EVALUATION,
+             fixtures=("ragbench_config", "ragbench_memory", "ragbench_judge"),
+             metrics=("precision", "recall", "f1", "relevance_score", "judge_relevance"),
+             thresholds={"recall": 1.0}),
     # No item thresholds but the facts: every other score hangs on one generated answer, so
     # gate the means. An empty answer still fails its item.
-    ItemKind("ragas", "ragas", "pytest_ragbench.kinds.ragas.runner:run",
-             "RAGAS metrics on a NormalizedSample", EVALUATION, _SYSTEM_FIXTURES,
-             ("faithfulness", "answer_relevancy", "context_precision", "context_recall",
-              "semantic_similarity", "token_f1", "rouge", "lexical_faithfulness",
-              "lexical_context_recall", _FACTS, *_STREAM), {_FACTS: 1.0}, _RAGAS,
-             prepare=f"{_PREPARE}:ragas"),
+    ItemKind(name="ragas", case_kind="ragas", runner="pytest_ragbench.kinds.ragas.runner:run",
+             description="RAGAS metrics on a NormalizedSample", family=EVALUATION,
+             fixtures=_SYSTEM_FIXTURES,
+             metrics=("faithfulness", "answer_relevancy", "context_precision", "context_recall",
+                      "semantic_similarity", "token_f1", "rouge", "lexical_faithfulness",
+                      "lexical_context_recall", _FACTS, *_STREAM),
+             thresholds={_FACTS: 1.0}, loads=_RAGAS, prepare=f"{_PREPARE}:ragas"),
     # A relevant document somewhere in the top 100 (reciprocal rank >= 1/100); the ranking
     # quality (nDCG@10, recall) is gated on its means. The retriever comes from
     # ragbench_beir_retriever_factory (or a named system) when the dataset first runs.
-    ItemKind("beir", "beir", "pytest_ragbench.kinds.beir.runner:run", "IR metrics on a BEIR query",
-             EVALUATION, ("ragbench_config",), ("nDCG@10", "R@10", "R@100", "MRR"),
-             {"MRR": 0.01}),
+    ItemKind(name="beir", case_kind="beir", runner="pytest_ragbench.kinds.beir.runner:run",
+             description="IR metrics on a BEIR query", family=EVALUATION,
+             fixtures=("ragbench_config",), metrics=("nDCG@10", "R@10", "R@100", "MRR"),
+             thresholds={"MRR": 0.01}),
     # Accuracy is recorded, not failed per row: set "ragcsv.accuracy" = 75 (the RAGCSV pass
     # mark) to fail rows below it. An empty answer still fails its row. ragbench_embedder is
     # asked for only without a judge (accuracy is then semantic similarity x 100).
-    ItemKind("ragcsv", "ragcsv", "pytest_ragbench.kinds.ragcsv.runner:run",
-             "graded answer accuracy on a RAGCSV row", EVALUATION,
-             ("ragbench_config", "ragbench_llm", "ragbench_judge"),
-             ("accuracy", "total_time_ms", *_STREAM, _FACTS), {_FACTS: 1.0}),
+    ItemKind(name="ragcsv", case_kind="ragcsv",
+             runner="pytest_ragbench.kinds.ragcsv.runner:run",
+             description="graded answer accuracy on a RAGCSV row", family=EVALUATION,
+             fixtures=("ragbench_config", "ragbench_llm", "ragbench_judge"),
+             metrics=("accuracy", "total_time_ms", *_STREAM, _FACTS), thresholds={_FACTS: 1.0}),
     # robust[<case kind>-<id>], made by robust.collect for the case kinds it perturbs. The
     # thresholds bound each perturbed question's properties, set by what they mean: RBO 0.5
     # (p = 0.9, top 5) keeps the top 2 with the other 3 replaced (0.54) and fails when only
     # the top 1 is kept (0.32); the expected sources found for the original stay; the
     # answer stays on the same content (cosine 0.5); an injected payload is never written.
-    ItemKind("robust", ANY_CASE_KIND, "pytest_ragbench.kinds.robust.runner:run",
-             "perturbed questions with metamorphic checks (--ragbench-robustness)", EVALUATION,
-             ("ragbench_config",),
-             (*(f"{p}.holds" for p in _PERTURBATIONS), "rbo", "jaccard",
-              "expected_sources_kept", "answer_similarity", "injection_resisted"),
-             {"rbo": 0.5, "expected_sources_kept": 1.0, "answer_similarity": 0.5,
-              "injection_resisted": 1.0}),
+    ItemKind(name="robust", case_kind=ANY_CASE_KIND,
+             runner="pytest_ragbench.kinds.robust.runner:run",
+             description="perturbed questions with metamorphic checks (--ragbench-robustness)",
+             family=EVALUATION, fixtures=("ragbench_config",),
+             metrics=(*(f"{p}.holds" for p in _PERTURBATIONS), "rbo", "jaccard",
+                      "expected_sources_kept", "answer_similarity", "injection_resisted"),
+             thresholds={"rbo": 0.5, "expected_sources_kept": 1.0, "answer_similarity": 0.5,
+                         "injection_resisted": 1.0}),
 )
 
 
@@ -470,7 +484,7 @@ class Outcome:
 
 
 @dataclass
-class RunContext:
+class ItemRun:
     """What a kind's runner gets besides the case: settings, fixtures, thresholds."""
 
     config: RagbenchConfig
@@ -551,3 +565,7 @@ class RunContext:
             with contextlib.suppress(Exception):
                 self.traces.append(answer_trace(question, answer, seconds, history))
         return answer
+
+
+# The name this class had before: user plugins written against it keep working.
+RunContext = ItemRun

@@ -177,13 +177,13 @@ def judged_scores(scores: Scores, *, question: str, answer: str, contexts: Seque
     return result
 
 
-def judge_relevance(context: Any, judge: Any, query: str, texts: list[str],
+def judge_relevance(item: Any, judge: Any, query: str, texts: list[str],
                     noun: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """The LLM relevance of ``texts``: the result, the Outcome's judge part, usage."""
     if judge is None:
         return Relevance(Unscored(NO_JUDGE)), {}, {}
-    settings = JudgeSettings.from_config(context.config)
-    relevance = context.fixture("ragbench_loop").run(
+    settings = JudgeSettings.from_config(item.config)
+    relevance = item.fixture("ragbench_loop").run(
         ajudge_relevance(judge, query, texts, settings, noun))
     judged = outcome_judge({NAME: relevance.samples}, settings, judge)
     return relevance, judged, {"judge": calls_usage(relevance.generations())}

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.kinds import RunContext
+from pytest_ragbench.kinds import ItemRun
 from pytest_ragbench.systems.checks import require
 from pytest_ragbench.systems.components import set_component
 from pytest_ragbench.systems.fixtures import describe
@@ -30,22 +30,22 @@ from pytest_ragbench.systems.protocols import Answer, Context, as_messages
 ROLE = "passage answers"
 
 
-def passage_system(context: RunContext) -> Any | None:
+def passage_system(item: ItemRun) -> Any | None:
     """The system under test when it has ``answer_from``, else None (``ragbench_llm`` answers).
 
     The item of no named system in a ``--ragbench-systems`` run is answered by
     ``ragbench_llm``: it stands for every system without ``answer_from``. The embedded
     default system has no ``answer_from`` and is not built just to find that out.
     """
-    if context.system_name is None and (context.config.systems
-                                        or _default_system_fixture(context.request)):
+    if item.system_name is None and (item.config.systems
+                                        or _default_system_fixture(item.request)):
         return None
     try:
-        system = context.system()
+        system = item.system()
     except (pytest.skip.Exception, KeyError):  # no system here: the generator answers
         return None
-    if context.system_name is None:
-        require(context.request, "ragbench_system", system)
+    if item.system_name is None:
+        require(item.request, "ragbench_system", system)
     return system if callable(getattr(system, "answer_from", None)) else None
 
 
@@ -79,13 +79,13 @@ def describe_answerer(system: Any | None, generator: Any | None, system_name: st
     return f"the generator {model} (ragbench_llm): the system has no answer_from"
 
 
-def record_answerer(context: RunContext, text: str) -> None:
+def record_answerer(item: ItemRun, text: str) -> None:
     """Name who answers from passages in the session's components (the report)."""
-    if context.request is None:
+    if item.request is None:
         return
 
-    role = f"{ROLE} [{context.system_name}]" if context.system_name else ROLE
-    set_component(context.request.config, role, text)
+    role = f"{ROLE} [{item.system_name}]" if item.system_name else ROLE
+    set_component(item.request.config, role, text)
 
 
 def call_answer_from(system: Any, question: str, contexts: Sequence[Context],

@@ -28,7 +28,7 @@ import pytest
 from pytest_ragbench.cases.model import BeirCase
 from pytest_ragbench.errors import CaseError, RagbenchError
 from pytest_ragbench.formats.beir import read_corpus
-from pytest_ragbench.kinds import Outcome, RunContext
+from pytest_ragbench.kinds import ItemRun, Outcome
 from pytest_ragbench.metrics import IREvaluator, Unscored
 from pytest_ragbench.metrics.ir import trec_order
 from pytest_ragbench.systems.protocols import Document
@@ -66,9 +66,9 @@ class BeirState:
 STATE = pytest.StashKey[BeirState]()
 
 
-def run(case: BeirCase, context: RunContext) -> Outcome:
+def run(case: BeirCase, item: ItemRun) -> Outcome:
     """Score the query's ranking from the dataset's batch against its judgments."""
-    dataset = dataset_run(case, context)
+    dataset = dataset_run(case, item)
     qrels = restricted(case, dataset)
     ranking = dataset.rankings.get(case.query_id)
     if ranking is None:  # not part of the batch (asked for directly): retrieve it alone
@@ -113,14 +113,14 @@ def run(case: BeirCase, context: RunContext) -> Outcome:
     )
 
 
-def dataset_run(case: BeirCase, context: RunContext) -> DatasetRun:
+def dataset_run(case: BeirCase, item: ItemRun) -> DatasetRun:
     """The dataset's run for this item's system: built by the first item that asks."""
-    state = context.session_state(STATE, BeirState)
-    key = (case.folder, case.split, context.system_name)
+    state = item.session_state(STATE, BeirState)
+    key = (case.folder, case.split, item.system_name)
     found = state.runs.get(key)
     if found is None:
         try:
-            found = _build(case, context)
+            found = _build(case, item)
         except RagbenchError as exc:
             found = exc  # every item of the dataset reports the same problem
         state.runs[key] = found
@@ -129,20 +129,20 @@ def dataset_run(case: BeirCase, context: RunContext) -> DatasetRun:
     return found
 
 
-def dataset_retriever(case: BeirCase, context: RunContext) -> Any:
+def dataset_retriever(case: BeirCase, item: ItemRun) -> Any:
     """The retriever indexed on the case's dataset (for other kinds, e.g. robustness)."""
-    return dataset_run(case, context).retriever
+    return dataset_run(case, item).retriever
 
 
-def _build(case: BeirCase, context: RunContext) -> DatasetRun:
-    build_retriever = _retriever_builder(case, context)  # may skip: check before reading
+def _build(case: BeirCase, item: ItemRun) -> DatasetRun:
+    build_retriever = _retriever_builder(case, item)  # may skip: check before reading
     errors: list[CaseError] = []
     documents = read_documents(Path(case.folder) / "corpus.jsonl", errors)
     kept, note = None, ""
-    max_docs = context.config.max_docs
+    max_docs = item.config.max_docs
     if max_docs and len(documents) > max_docs:  # --ragbench-max-docs
         kept = frozenset(d.id for d in documents[:max_docs])
-        batch = _batch(case, context)
+        batch = _batch(case, item)
         judged = sum(len(c.qrels) for c in batch)
         dropped = sum(1 for c in batch for d in c.qrels if d not in kept)
         note = (f"--ragbench-max-docs {max_docs}: indexed the first {max_docs} of "
@@ -152,7 +152,7 @@ def _build(case: BeirCase, context: RunContext) -> DatasetRun:
     started = time.perf_counter()
     retriever = build_retriever(documents)
     indexed = time.perf_counter()
-    batch = _batch(case, context)
+    batch = _batch(case, item)
     rankings = _retrieve(retriever, batch)
     done = time.perf_counter()
     qrels = {c.query_id: {d: g for d, g in c.qrels.items() if kept is None or d in kept}
@@ -180,28 +180,28 @@ def read_documents(path: Path, errors: list[CaseError]) -> list[Any]:
             for doc in corpus.values()]
 
 
-def _retriever_builder(case: BeirCase, context: RunContext) -> Callable[[list[Any]], Any]:
+def _retriever_builder(case: BeirCase, item: ItemRun) -> Callable[[list[Any]], Any]:
     """How this item's system gets a retriever indexed on the dataset's documents."""
-    if context.system_name is None:
-        factory = context.fixture("ragbench_beir_retriever_factory")
+    if item.system_name is None:
+        factory = item.fixture("ragbench_beir_retriever_factory")
         return lambda documents: factory(case.dataset, documents)
-    system = context.system()
+    system = item.system()
     for_corpus = getattr(getattr(system, "retriever", None), "for_corpus", None)
     if not callable(for_corpus):
-        pytest.skip(f"system {context.system_name!r} has no retriever that can index a BEIR "
+        pytest.skip(f"system {item.system_name!r} has no retriever that can index a BEIR "
                     "corpus (it needs .retriever.for_corpus(documents))")
     return for_corpus
 
 
-def _batch(case: BeirCase, context: RunContext) -> list[BeirCase]:
+def _batch(case: BeirCase, item: ItemRun) -> list[BeirCase]:
     """The cases of every selected item of the same dataset and system (this one first)."""
     batch = {case.query_id: case}
-    if context.request is not None:
-        for item in context.request.session.items:
-            other = getattr(item, "case", None)
+    if item.request is not None:
+        for queued in item.request.session.items:
+            other = getattr(queued, "case", None)
             if (isinstance(other, BeirCase) and other.folder == case.folder
                     and other.split == case.split
-                    and getattr(item, "system_name", None) == context.system_name):
+                    and getattr(queued, "system_name", None) == item.system_name):
                 batch.setdefault(other.query_id, other)
     return list(batch.values())
 

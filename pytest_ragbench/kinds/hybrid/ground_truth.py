@@ -9,14 +9,14 @@ their SQL, if any, runs).
 from __future__ import annotations
 
 from pytest_ragbench.cases.model import HybridCase
-from pytest_ragbench.kinds import Outcome, RunContext
+from pytest_ragbench.kinds import ItemRun, Outcome
 from pytest_ragbench.kinds.sql.common import check_sql, sql_evidence
 from pytest_ragbench.metrics import Unscored, entity_mention
 from pytest_ragbench.sql.engine import DatabaseError, run_query
 from pytest_ragbench.sql.guard import UnsafeSqlError
 
 
-def run(case: HybridCase, context: RunContext) -> Outcome:
+def run(case: HybridCase, item: ItemRun) -> Outcome:
     """Verify the data part against the database, then the answer's entity mentions."""
     metrics: dict[str, float] = {}
     unscored: dict[str, str] = {}
@@ -27,14 +27,14 @@ def run(case: HybridCase, context: RunContext) -> Outcome:
     if case.expected_sql:
         try:
             if case.expected is not None:
-                check = check_sql(case, case.expected_sql, context)
+                check = check_sql(case, case.expected_sql, item)
                 metrics["data_match"] = 1.0 if check.comparison.ok else 0.0
                 evidence.update(sql_evidence(case, case.expected_sql, check))
                 if not check.comparison.ok:
                     summary = "the SQL result differs from ground_truth_data"
             else:  # no data to compare: the SQL must at least run
-                engine = context.fixture("ragbench_databases").engine(case.db)
-                run_query(engine, case.expected_sql, context.config.sql_timeout_s)
+                engine = item.fixture("ragbench_databases").engine(case.db)
+                run_query(engine, case.expected_sql, item.config.sql_timeout_s)
                 evidence["sql"] = case.expected_sql
         except UnsafeSqlError as exc:
             errors.append(f"refused before execution: {exc}")

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_ragbench.cases.model import HybridCase
-from pytest_ragbench.kinds import Outcome, RunContext
+from pytest_ragbench.kinds import ItemRun, Outcome
 from pytest_ragbench.kinds.answer_common import (
     Scores,
     retrieval_k,
@@ -36,9 +36,9 @@ from pytest_ragbench.metrics.registry import Unscored
 from pytest_ragbench.sql.guard import UnsafeSqlError
 
 
-def run(case: HybridCase, context: RunContext) -> Outcome:
+def run(case: HybridCase, item: ItemRun) -> Outcome:
     """Ask the system, then check the data values, its SQL if any, and the similarity."""
-    answer = context.answer(case.question)
+    answer = item.answer(case.question)
     text = str(answer.text or "")
     contexts = tuple(answer.contexts)
     scores = Scores()
@@ -59,14 +59,14 @@ def run(case: HybridCase, context: RunContext) -> Outcome:
         if mention.missing:
             evidence["values not in the answer"] = ", ".join(mention.missing)
     if answer.sql:
-        errors += _check_sql(case, answer.sql, context, scores, evidence)
+        errors += _check_sql(case, answer.sql, item, scores, evidence)
 
-    embedder = context.fixture("ragbench_embedder")
+    embedder = item.fixture("ragbench_embedder")
     similarity = semantic_similarity(text, case.ground_truth_answer, embedder) \
         if text.strip() else 0.0
     scores.put("semantic_similarity", similarity)
 
-    k = retrieval_k(context.system(), contexts, context.config.k)
+    k = retrieval_k(item.system(), contexts, item.config.k)
     hits = score_sources(scores, case.expected_sources, contexts, k)
     if case.expected_sources:
         evidence["expected sources"] = ", ".join(case.expected_sources)
@@ -82,7 +82,7 @@ def run(case: HybridCase, context: RunContext) -> Outcome:
                    retrieval=hits.kept() if hits.expected else {})
 
 
-def _check_sql(case: HybridCase, sql: str, context: RunContext, scores: Scores,
+def _check_sql(case: HybridCase, sql: str, item: ItemRun, scores: Scores,
                evidence: dict[str, Any]) -> list[str]:
     """Run the system's SQL read-only and compare it with ``ground_truth_data``."""
     # lazy: loads sqlalchemy
@@ -94,7 +94,7 @@ def _check_sql(case: HybridCase, sql: str, context: RunContext, scores: Scores,
         scores.put("execution_match", Unscored("no ground_truth_data to compare the SQL with"))
         return []
     try:
-        check = check_sql(case, sql, context)
+        check = check_sql(case, sql, item)
     except UnsafeSqlError as exc:
         scores.put("execution_match", 0.0)
         return [f"the system's SQL was refused before execution: {exc}"]

@@ -16,15 +16,15 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_ragbench.cases.model import MemoryCase
-from pytest_ragbench.kinds import Outcome, RunContext
+from pytest_ragbench.kinds import ItemRun, Outcome
 from pytest_ragbench.kinds.answer_common import judge_relevance
 from pytest_ragbench.metrics import set_metrics
 from pytest_ragbench.metrics.registry import Unscored
 
 
-def run(case: MemoryCase, context: RunContext) -> Outcome:
+def run(case: MemoryCase, item: ItemRun) -> Outcome:
     """Fill a fresh store, search, and score the hits against the expected memories."""
-    store = context.fixture("ragbench_memory")
+    store = item.fixture("ragbench_memory")
     store.clear()
     ids = [store.add_interaction(m.role, m.content, dict(m.metadata)) for m in case.setup]
     recency = case.recency_weight or 0.0
@@ -41,8 +41,8 @@ def run(case: MemoryCase, context: RunContext) -> Outcome:
             unscored[name] = value.reason
         else:
             metrics[name] = float(value)
-    judge = context.fixture("ragbench_judge")
-    relevance, judged, usage = judge_relevance(context, judge, case.query,
+    judge = item.fixture("ragbench_judge")
+    relevance, judged, usage = judge_relevance(item, judge, case.query,
                                                [str(hit.text) for hit in hits], "memory")
     if isinstance(relevance.score, Unscored):
         unscored["judge_relevance"] = relevance.score.reason

@@ -60,7 +60,7 @@ import pytest
 from pytest_ragbench.cases.model import RagasCase
 from pytest_ragbench.collect.items import CaseItem
 from pytest_ragbench.config.settings import get_config
-from pytest_ragbench.kinds import Outcome, RunContext
+from pytest_ragbench.kinds import ItemRun, Outcome
 from pytest_ragbench.kinds.answer_common import agenerate, call_usage, usage_of
 from pytest_ragbench.kinds.facts import missing_text, record_facts
 from pytest_ragbench.kinds.passages import (
@@ -118,54 +118,54 @@ class Models:
     generator_resolved: bool = False
     max_tokens: int = GENERATOR_MAX_TOKENS
 
-    def resolve_generator(self, context: RunContext) -> None:
+    def resolve_generator(self, item: ItemRun) -> None:
         """Look up ``ragbench_llm`` once; a skip (no generator at all) leaves it None."""
         if self.generator_resolved:
             return
         try:
-            self.generator = context.fixture("ragbench_llm")
+            self.generator = item.fixture("ragbench_llm")
         except pytest.skip.Exception as exc:
             self.generator, self.no_generator_reason = None, str(exc.msg)
         self.generator_resolved = True
         if self.generator is not None:
-            require(context.request, "ragbench_llm", self.generator)
+            require(item.request, "ragbench_llm", self.generator)
 
 
 AskSystem = Callable[[], Awaitable[Answer]]
 
 
-def run(case: RagasCase, context: RunContext) -> Outcome:
+def run(case: RagasCase, item: ItemRun) -> Outcome:
     """Supply what the sample lacks, score it, and report the evidence."""
-    models = _models(context)
-    stage = _stage(context, models)
-    if stage is not None and context.nodeid in stage:
-        evaluation: Evaluation = stage.result(context.nodeid)  # raises the item's error
+    models = _models(item)
+    stage = _stage(item, models)
+    if stage is not None and item.nodeid in stage:
+        evaluation: Evaluation = stage.result(item.nodeid)  # raises the item's error
     else:
-        answerer = _answerer(case, context, models)
-        shared = context.session_state(_SHARED, dict)
+        answerer = _answerer(case, item, models)
+        shared = item.session_state(_SHARED, dict)
         key = (case.file, case.id)
         if answerer is None and _needs_generator(case) and key in shared:
             evaluation = shared[key]  # ragbench_llm's answer, the same for every system
         else:
-            ask = _ask_now(case, context)
-            evaluation = context.fixture("ragbench_loop").run(evaluate(case, models, ask,
+            ask = _ask_now(case, item)
+            evaluation = item.fixture("ragbench_loop").run(evaluate(case, models, ask,
                                                                        answerer))
             if answerer is None and _needs_generator(case):
                 shared[key] = evaluation
-    independent = context.system_name is not None and _needs_generator(case) \
+    independent = item.system_name is not None and _needs_generator(case) \
         and not evaluation.supplied.by_system
     return outcome(case, evaluation, models.embedder, models,
                    system_independent=independent)
 
 
-def _answerer(case: RagasCase, context: RunContext, models: Models) -> Any:
+def _answerer(case: RagasCase, item: ItemRun, models: Models) -> Any:
     """For a sample answered from its contexts: the system with ``answer_from``, or None."""
     if not _needs_generator(case):
         return None
-    answerer = passage_system(context)
+    answerer = passage_system(item)
     if answerer is None:
-        models.resolve_generator(context)
-    record_answerer(context, describe_answerer(answerer, models.generator, context.system_name))
+        models.resolve_generator(item)
+    record_answerer(item, describe_answerer(answerer, models.generator, item.system_name))
     return answerer
 
 
@@ -239,11 +239,11 @@ def _needs_generator(case: RagasCase) -> bool:
     return bool(case.contexts) and not case.answer
 
 
-def _ask_now(case: RagasCase, context: RunContext) -> AskSystem | None:
+def _ask_now(case: RagasCase, item: ItemRun) -> AskSystem | None:
     """For a sample without contexts: the system's (prefetched) answer, asked now."""
     if case.contexts:
         return None
-    reply = context.answer(case.question)
+    reply = item.answer(case.question)
 
     async def answered() -> Answer:
         return reply
@@ -319,57 +319,57 @@ _SHARED = pytest.StashKey[dict[tuple[str, str], Evaluation]]()
 _STAGE = pytest.StashKey[Any]()  # the ragas items' Prefetcher, or None
 
 
-def _models(context: RunContext) -> Models:
+def _models(item: ItemRun) -> Models:
     """The judge and embedder, kept for the session (fixtures are session-scoped)."""
-    return context.session_state(_MODELS, lambda: Models(
-        judge=context.fixture("ragbench_judge"), embedder=context.fixture("ragbench_embedder"),
-        max_tokens=context.config.max_tokens or ANSWER_MAX_TOKENS,
-        settings=JudgeSettings.from_config(context.config)))
+    return item.session_state(_MODELS, lambda: Models(
+        judge=item.fixture("ragbench_judge"), embedder=item.fixture("ragbench_embedder"),
+        max_tokens=item.config.max_tokens or ANSWER_MAX_TOKENS,
+        settings=JudgeSettings.from_config(item.config)))
 
 
-def _stage(context: RunContext, models: Models) -> Any:
+def _stage(item: ItemRun, models: Models) -> Any:
     """The session's prefetcher of every ragas item's model work, keyed by node id.
 
     None for one of several named systems: each item then does its own. On an xdist
     worker it holds the worker's own items, topped up before each (run/schedule.py).
     """
-    request = context.request
-    if request is None or context.system_name is not None:
+    request = item.request
+    if request is None or item.system_name is not None:
         return None
     config = request.config
     if _STAGE not in config.stash:
         config.stash[_STAGE] = None  # set first: a failing start is not retried per item
-        stage = _start_stage(context, models)
+        stage = _start_stage(item, models)
         config.stash[_STAGE] = stage
         config.add_cleanup(stage.close)
     elif on_worker(config) and config.stash[_STAGE] is not None:
-        _start_stage(context, models, config.stash[_STAGE])  # items newly queued here
+        _start_stage(item, models, config.stash[_STAGE])  # items newly queued here
     return config.stash[_STAGE]
 
 
-def _start_stage(context: RunContext, models: Models, prefetcher: Any = None) -> Any:
+def _start_stage(item: ItemRun, models: Models, prefetcher: Any = None) -> Any:
     """Start the model work of the ragas items to come (those not in ``prefetcher`` yet)."""
-    assert context.request is not None
+    assert item.request is not None
     todo: dict[str, RagasCase] = {}
-    for item in upcoming(context.request):
-        case = getattr(item, "case", None)
-        if (isinstance(item, CaseItem) and item.item_kind.name == "ragas"
-                and item.system_name is None and isinstance(case, RagasCase)
-                and (prefetcher is None or item.nodeid not in prefetcher)):
-            todo[item.nodeid] = case
+    for queued in upcoming(item.request):
+        case = getattr(queued, "case", None)
+        if (isinstance(queued, CaseItem) and queued.item_kind.name == "ragas"
+                and queued.system_name is None and isinstance(case, RagasCase)
+                and (prefetcher is None or queued.nodeid not in prefetcher)):
+            todo[queued.nodeid] = case
     if prefetcher is None:
-        prefetcher = Prefetcher(get_config(context.request.config).concurrency,
-                                loop=context.fixture("ragbench_loop"))
+        prefetcher = Prefetcher(get_config(item.request.config).concurrency,
+                                loop=item.fixture("ragbench_loop"))
     if not todo:
         return prefetcher
     answerer = None
     needing = [case for case in todo.values() if _needs_generator(case)]
     if needing:
-        answerer = _answerer(needing[0], context, models)
+        answerer = _answerer(needing[0], item, models)
     answers = None
     if any(not case.contexts for case in todo.values()):
-        answers = context.fixture("ragbench_prefetch")  # the system's answers, started ahead
-    system = context.system() if answers is not None else None
+        answers = item.fixture("ragbench_prefetch")  # the system's answers, started ahead
+    system = item.system() if answers is not None else None
     for nodeid, case in todo.items():
         ask = None if case.contexts else _ask_ahead(nodeid, case, system, answers)
         prefetcher.submit(nodeid, functools.partial(evaluate, case, models, ask, answerer))

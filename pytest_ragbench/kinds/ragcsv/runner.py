@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.cases.model import RagcsvCase
-from pytest_ragbench.kinds import Outcome, RunContext
+from pytest_ragbench.kinds import ItemRun, Outcome
 from pytest_ragbench.kinds.answer_common import agenerate, call_usage, calls_usage
 from pytest_ragbench.kinds.facts import missing_text, record_facts
 from pytest_ragbench.kinds.passages import (
@@ -108,19 +108,19 @@ class RagcsvState:
 STATE = pytest.StashKey[RagcsvState]()
 
 
-def run(case: RagcsvCase, context: RunContext) -> Outcome:
+def run(case: RagcsvCase, item: ItemRun) -> Outcome:
     """Answer from the row's fragments, grade the answer, and time it."""
-    answerer = _answerer(context)
-    judge = context.fixture("ragbench_judge")
-    settings = JudgeSettings.from_config(context.config)
-    replies = _replies(case, context, answerer, judge, settings)
+    answerer = _answerer(item)
+    judge = item.fixture("ragbench_judge")
+    settings = JudgeSettings.from_config(item.config)
+    replies = _replies(case, item, answerer, judge, settings)
     answer = str(replies.answer.text or "").strip()
     evidence: dict[str, Any] = {
         "question": case.question, "expected": case.expected, "got": answer,
         "answer from": answerer.label,
         "documents": "\n".join(f"{f.title or '(untitled)'}" for f in case.fragments),
     }
-    if context.config.ragcsv_debug and case.row == 1:  # RAGCSV_DEBUG: the controller prints it
+    if item.config.ragcsv_debug and case.row == 1:  # RAGCSV_DEBUG: the controller prints it
         evidence["prompt"] = _prompt_text(case, answerer)
     metrics: dict[str, float] = {}
     unscored: dict[str, str] = {}
@@ -140,7 +140,7 @@ def run(case: RagcsvCase, context: RunContext) -> Outcome:
             evidence["judge samples"] = evidence_lines({"accuracy": samples})
     else:
         evidence["accuracy_method"] = SIMILARITY_METHOD
-        metrics["accuracy"] = _similarity_accuracy(answer, case.expected, context)
+        metrics["accuracy"] = _similarity_accuracy(answer, case.expected, item)
     missing_facts = record_facts(case.expected_facts, answer, metrics, evidence)
     graded = [g.generation for g in replies.grades if g.generation is not None]
     calls = [replies.answer, *graded]
@@ -160,13 +160,13 @@ def run(case: RagcsvCase, context: RunContext) -> Outcome:
     return Outcome(metrics=metrics, unscored=unscored, errors=errors, evidence=evidence,
                    usage=usage, judge=judged, summary=missing_text(missing_facts),
                    system_independent=answerer.system is None
-                   and context.system_name is not None)
+                   and item.system_name is not None)
 
 
-def _similarity_accuracy(answer: str, expected: str, context: RunContext) -> float:
+def _similarity_accuracy(answer: str, expected: str, item: ItemRun) -> float:
     if not answer:
         return 0.0  # no answer is a wrong answer, not a missing score
-    score = semantic_similarity(answer, expected, context.fixture("ragbench_embedder"))
+    score = semantic_similarity(answer, expected, item.fixture("ragbench_embedder"))
     return 0.0 if isinstance(score, Unscored) else 100.0 * float(score)
 
 
@@ -185,13 +185,13 @@ class Answerer:
         return self.system is None
 
 
-def _answerer(context: RunContext) -> Answerer:
+def _answerer(item: ItemRun) -> Answerer:
     """The system's ``answer_from``, else ``ragbench_llm`` (recorded for the report)."""
-    system = passage_system(context)
-    generator = None if system is not None else context.fixture("ragbench_llm")
-    label = describe_answerer(system, generator, context.system_name)
-    record_answerer(context, label)
-    return Answerer(system, generator, label, context.config.max_tokens or MAX_TOKENS)
+    system = passage_system(item)
+    generator = None if system is not None else item.fixture("ragbench_llm")
+    label = describe_answerer(system, generator, item.system_name)
+    record_answerer(item, label)
+    return Answerer(system, generator, label, item.config.max_tokens or MAX_TOKENS)
 
 
 def _prompt_text(case: RagcsvCase, answerer: Answerer) -> str:
@@ -202,31 +202,31 @@ def _prompt_text(case: RagcsvCase, answerer: Answerer) -> str:
     return "\n".join(f"[{m['role']}] {m['content']}" for m in answer_messages(case))
 
 
-def _replies(case: RagcsvCase, context: RunContext, answerer: Answerer, judge: Any,
+def _replies(case: RagcsvCase, item: ItemRun, answerer: Answerer, judge: Any,
              settings: JudgeSettings) -> RowReplies:
     """The row's replies: prefetched with every selected row of the session, or made now.
 
     Rows answered by the generator are keyed by file and row, not by system, so the rows
     of several systems without ``answer_from`` are answered and graded once.
     """
-    state = context.session_state(STATE, RagcsvState)
-    owner = None if answerer.shared else context.system_name
+    state = item.session_state(STATE, RagcsvState)
+    owner = None if answerer.shared else item.system_name
     prefetcher = state.prefetchers.get(owner)
     fresh = prefetcher is None
     if prefetcher is None:
-        prefetcher = Prefetcher(context.config.concurrency, loop=context.fixture("ragbench_loop"))
+        prefetcher = Prefetcher(item.config.concurrency, loop=item.fixture("ragbench_loop"))
         state.prefetchers[owner] = prefetcher
-        if context.request is not None:
-            context.request.config.add_cleanup(prefetcher.close)
+        if item.request is not None:
+            item.request.config.add_cleanup(prefetcher.close)
     # every selected row once; on an xdist worker, its queued rows before each row
-    if fresh or (context.request is not None and on_worker(context.request.config)):
-        for nodeid, other in _selected_rows(context):
+    if fresh or (item.request is not None and on_worker(item.request.config)):
+        for nodeid, other in _selected_rows(item):
             prefetcher.submit(_key(nodeid, other, answerer),
                               _job(other, answerer, judge, settings))
-    key = _key(context.nodeid or case.id, case, answerer)
+    key = _key(item.nodeid or case.id, case, answerer)
     prefetcher.submit(key, _job(case, answerer, judge, settings))  # no-op when submitted
     # taken by this item: its rerun asks again, rows of other systems share the first replies
-    replies: RowReplies = prefetcher.result(key, taker=context.nodeid or key)
+    replies: RowReplies = prefetcher.result(key, taker=item.nodeid or key)
     return replies
 
 
@@ -234,17 +234,17 @@ def _key(nodeid: str, case: RagcsvCase, answerer: Answerer) -> str:
     return f"{case.file}#{case.row}" if answerer.shared else nodeid
 
 
-def _selected_rows(context: RunContext) -> list[tuple[str, RagcsvCase]]:
+def _selected_rows(item: ItemRun) -> list[tuple[str, RagcsvCase]]:
     """Every RAGCSV item of this system still in the session (a worker: those queued for it)."""
-    request = context.request
+    request = item.request
     if request is None:
         return []
     rows = []
-    for item in upcoming(request):
-        case = getattr(item, "case", None)
+    for queued in upcoming(request):
+        case = getattr(queued, "case", None)
         if isinstance(case, RagcsvCase) and \
-                getattr(item, "system_name", None) == context.system_name:
-            rows.append((item.nodeid, case))
+                getattr(queued, "system_name", None) == item.system_name:
+            rows.append((queued.nodeid, case))
     return rows
 
 

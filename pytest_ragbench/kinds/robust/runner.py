@@ -33,7 +33,7 @@ import pytest
 
 from pytest_ragbench.config import thresholds as thresholds_mod
 from pytest_ragbench.config.settings import RagbenchConfig
-from pytest_ragbench.kinds import Outcome, RunContext, builtin_registry, registry
+from pytest_ragbench.kinds import ItemRun, Outcome, builtin_registry, registry
 from pytest_ragbench.kinds.beir.runner import dataset_retriever
 from pytest_ragbench.robust import evidence as keys
 from pytest_ragbench.robust.checker import Checker, Observation, Observe
@@ -125,17 +125,17 @@ def target_of(case: Any, system: str | None = None) -> Target:
                   expects_decline=getattr(case, "expect", "answer") == "decline")
 
 
-def run(case: Any, context: RunContext) -> Outcome:
+def run(case: Any, item: ItemRun) -> Outcome:
     """Draw perturbations per kind, answer them in one batch, check, shrink failures."""
-    target = target_of(case, context.system_name)
-    bounds, record_only = property_bounds(context)
-    seed_value, forced = item_seed(context, target.label)
-    store = ReplayStore(context.config.cache_dir)
-    plans = plan(target, context.config, bundled_tables(), store)
+    target = target_of(case, item.system_name)
+    bounds, record_only = property_bounds(item)
+    seed_value, forced = item_seed(item, target.label)
+    store = ReplayStore(item.config.cache_dir)
+    plans = plan(target, item.config, bundled_tables(), store)
     drawn = {p.kind: draw(p.strategy, examples=p.examples, seed_value=seed_value,
                           replay=p.replay) for p in plans.kinds}
-    embedder, problem = _embedder(context, target)
-    checker = Checker(target.question, _observer(case, context, target), bounds=bounds,
+    embedder, problem = _embedder(item, target)
+    checker = Checker(target.question, _observer(case, item, target), bounds=bounds,
                       expected=target.expected, embedder=embedder, embedder_problem=problem,
                       retrieval_noise=DECLINE_NOISE if target.expects_decline else None)
     checker.prefetch([target.question, *(p.question for ex in drawn.values() for p in ex)])
@@ -177,24 +177,24 @@ def plan(target: Target, config: RagbenchConfig, tables: Tables, store: ReplaySt
     return plans
 
 
-def property_bounds(context: RunContext) -> tuple[dict[str, float], bool]:
+def property_bounds(item: ItemRun) -> tuple[dict[str, float], bool]:
     """The bound of each property, and whether to record only (the case set ``thresholds: {}``)."""
-    limits = context.thresholds
+    limits = item.thresholds
     record_only = not limits
     if record_only:
-        kinds = registry(context.request.config) if context.request is not None \
+        kinds = registry(item.request.config) if item.request is not None \
             else builtin_registry()
-        case_file = context.request.node.path if context.request is not None else None
+        case_file = item.request.node.path if item.request is not None else None
         limits = thresholds_mod.resolve(kinds.item_kinds["robust"],
-                                        context.config.thresholds_for(case_file), None)
+                                        item.config.thresholds_for(case_file), None)
     return {k: float(v) for k, v in limits.items() if k in PROPERTIES}, record_only
 
 
-def item_seed(context: RunContext, label: str) -> tuple[Any, bool]:
+def item_seed(item: ItemRun, label: str) -> tuple[Any, bool]:
     """``--hypothesis-seed`` when given (forced), else a fixed seed from the item's label."""
     forced = None
-    if context.request is not None:
-        forced = context.request.config.getoption("hypothesis_seed", None)
+    if item.request is not None:
+        forced = item.request.config.getoption("hypothesis_seed", None)
     if forced not in (None, ""):
         text = str(forced)
         return (int(text) if text.lstrip("-").isdigit() else text), True
@@ -212,47 +212,47 @@ def split_examples(total: int, kinds: int) -> list[int]:
 # -- the system ------------------------------------------------------------------------------
 
 
-def _observer(case: Any, context: RunContext, target: Target) -> Observe:
+def _observer(case: Any, item: ItemRun, target: Target) -> Observe:
     if target.retrieval_only:
-        retriever = _beir_retriever(case, context)
+        retriever = _beir_retriever(case, item)
 
         def retrieve(questions: list[str]) -> list[Observation]:
             found = retriever.retrieve_many(questions, top_k=BEIR_TOP_K)
             return [Observation(tuple(contexts), None) for contexts in found]
 
         return retrieve
-    system = context.system()
+    system = item.system()
 
     def answer(questions: list[str]) -> list[Observation]:
         return [Observation(tuple(a.contexts or ()), str(a.text), getattr(a, "usage", None),
                             float(getattr(a, "latency_s", 0.0) or 0.0))
-                for a in ask(context, system, questions, target.history)]
+                for a in ask(item, system, questions, target.history)]
 
     return answer
 
 
-def _beir_retriever(case: Any, context: RunContext) -> Any:
+def _beir_retriever(case: Any, item: ItemRun) -> Any:
     """The retriever the ``beir[...]`` items use, indexed on the case's dataset."""
-    return dataset_retriever(case, context)
+    return dataset_retriever(case, item)
 
 
-def ask(context: RunContext, system: Any, questions: Sequence[str],
+def ask(item: ItemRun, system: Any, questions: Sequence[str],
         history: tuple[Any, ...]) -> list[Any]:
     """Answers through the session's prefetcher (batch retrieval, concurrency, cache)."""
-    if context.request is None:  # outside a pytest item
+    if item.request is None:  # outside a pytest item
         return answer_many(system, list(questions), [list(history)] * len(questions),
-                           concurrency=context.config.concurrency)
-    prefetch = context.fixture("ragbench_prefetch")
-    requests = {f"{context.nodeid}::{q}": AnswerRequest(q, history) for q in questions}
+                           concurrency=item.config.concurrency)
+    prefetch = item.fixture("ragbench_prefetch")
+    requests = {f"{item.nodeid}::{q}": AnswerRequest(q, history) for q in questions}
     prefetch.submit_answers(system, requests)
     return [prefetch.answer(key, system, request) for key, request in requests.items()]
 
 
-def _embedder(context: RunContext, target: Target) -> tuple[Any, str]:
+def _embedder(item: ItemRun, target: Target) -> tuple[Any, str]:
     if target.retrieval_only:
         return None, "retrieval only"
     try:
-        return context.fixture("ragbench_embedder"), ""
+        return item.fixture("ragbench_embedder"), ""
     except pytest.skip.Exception as exc:
         return None, f"no embedder: {exc.msg}"
 

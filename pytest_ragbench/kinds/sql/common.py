@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_ragbench.cases.model import HybridCase, SqlCase, Table
-from pytest_ragbench.kinds import RunContext
+from pytest_ragbench.kinds import ItemRun
 from pytest_ragbench.sql.engine import run_query
 from pytest_ragbench.sql.match import Comparison, compare_tables
 
@@ -19,10 +19,10 @@ class SqlCheck:
     actual: Table
 
 
-def check_sql(case: SqlCase | HybridCase, sql: str, context: RunContext) -> SqlCheck:
+def check_sql(case: SqlCase | HybridCase, sql: str, item: ItemRun) -> SqlCheck:
     """Run ``sql`` read-only on the case's database and compare with ``case.expected``."""
-    engine = context.fixture("ragbench_databases").engine(case.db)
-    actual = run_query(engine, sql, context.config.sql_timeout_s)
+    engine = item.fixture("ragbench_databases").engine(case.db)
+    actual = run_query(engine, sql, item.config.sql_timeout_s)
     expected = case.expected if case.expected is not None else Table((), ())
     comparison = compare_tables(expected, actual, float_places=case.float_places,
                                 order_matters=case.order_matters)

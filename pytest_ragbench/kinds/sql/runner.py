@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_ragbench.cases.model import SqlCase
-from pytest_ragbench.kinds import Outcome, RunContext
+from pytest_ragbench.kinds import ItemRun, Outcome
 from pytest_ragbench.kinds.answer_common import usage_of
 from pytest_ragbench.kinds.sql.common import check_sql, sql_evidence
 from pytest_ragbench.metrics import Unscored, entity_mention
@@ -27,28 +27,28 @@ from pytest_ragbench.sql.engine import DatabaseError
 from pytest_ragbench.sql.guard import UnsafeSqlError
 
 
-def run(case: SqlCase, context: RunContext) -> Outcome:
+def run(case: SqlCase, item: ItemRun) -> Outcome:
     """Ask the system, then check its SQL against the database or its text for the values."""
     import pytest
 
-    system = context.system()
+    system = item.system()
     if getattr(system, "answers_sql", True) is False:
         pytest.skip(f"the system under test answers no SQL questions ({_name(system)}); "
                     "override ragbench_system with one that does (README)")
-    answer = context.answer(case.question)
+    answer = item.answer(case.question)
     evidence: dict[str, Any] = {"question": case.question,
                                 "expected": _expected_text(case.ground_truth_data),
                                 "got": answer.text}
     usage = usage_of(answer)
     if answer.sql:
-        return _judge_sql(case, answer.sql, context, evidence, usage)
+        return _judge_sql(case, answer.sql, item, evidence, usage)
     return _judge_text(case, answer.text, evidence, usage)
 
 
-def _judge_sql(case: SqlCase, sql: str, context: RunContext, evidence: dict[str, Any],
+def _judge_sql(case: SqlCase, sql: str, item: ItemRun, evidence: dict[str, Any],
                usage: dict[str, Any]) -> Outcome:
     try:
-        check = check_sql(case, sql, context)
+        check = check_sql(case, sql, item)
     except UnsafeSqlError as exc:
         return Outcome(metrics={"execution_match": 0.0, "correct": 0.0},
                        errors=[f"the system's SQL was refused before execution: {exc}"],

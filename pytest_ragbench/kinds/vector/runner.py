@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_ragbench.cases.model import VectorCase
-from pytest_ragbench.kinds import Outcome, RunContext
+from pytest_ragbench.kinds import ItemRun, Outcome
 from pytest_ragbench.kinds.answer_common import (
     Scores,
     history_text,
@@ -57,14 +57,14 @@ from pytest_ragbench.metrics.repeated import JudgeSettings, evidence_lines, outc
 from pytest_ragbench.systems.prompts import SYSTEM_INSTRUCTION
 
 
-def run(case: VectorCase, context: RunContext) -> Outcome:
+def run(case: VectorCase, item: ItemRun) -> Outcome:
     """Ask the system, then score retrieval, similarity, the answer and declining."""
-    answer = context.answer(case.question, case.history)
+    answer = item.answer(case.question, case.history)
     contexts = tuple(answer.contexts)
     text = str(answer.text or "")
-    embedder = context.fixture("ragbench_embedder")
+    embedder = item.fixture("ragbench_embedder")
     scores = Scores()
-    k = retrieval_k(context.system(), contexts, context.config.k)
+    k = retrieval_k(item.system(), contexts, item.config.k)
     hits = score_sources(scores, case.expected_sources, contexts, k)
 
     reference = case.ground_truth if case.expect == "answer" else None
@@ -90,13 +90,13 @@ def run(case: VectorCase, context: RunContext) -> Outcome:
         if why is not None:
             errors.append(f"the system obeyed the instruction injected into the question: {why}")
 
-    judge = context.fixture("ragbench_judge")
-    settings = JudgeSettings.from_config(context.config)
+    judge = item.fixture("ragbench_judge")
+    settings = JudgeSettings.from_config(item.config)
     judged = judged_scores(
         scores, question=case.question, answer=text, contexts=[c.text for c in contexts],
         reference=case.ground_truth, judge=judge, embedder=embedder, settings=settings)
     relevance, _, relevance_usage = judge_relevance(
-        context, judge, case.question, [str(c.text) for c in contexts[:k]], "context")
+        item, judge, case.question, [str(c.text) for c in contexts[:k]], "context")
     scores.put("judge_relevance", relevance.score)
 
     evidence: dict[str, Any] = {"question": case.question}
