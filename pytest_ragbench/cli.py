@@ -17,7 +17,14 @@ import pytest
 
 from pytest_ragbench.datasets import command as dataset_cli
 
-VERIFY_KINDS = ("sql", "hybrid")
+
+def verification_kinds() -> dict[str, str]:
+    """``{case kind: its verification item kind}`` of the built-in kinds."""
+    # lazy: kept out of a plain pytest run
+    from pytest_ragbench.kinds import VERIFICATION, builtin_registry
+
+    return {kind.case_kind: kind.name for kind in builtin_registry().item_kinds.values()
+            if kind.family == VERIFICATION}
 
 
 class VerifyReporter:
@@ -82,7 +89,7 @@ class VerifyReporter:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    reporter = VerifyReporter(f"{args.kind}_ground_truth", write_report=bool(args.report))
+    reporter = VerifyReporter(verification_kinds()[args.kind], write_report=bool(args.report))
     pytest_args = [*args.paths, "-p", "no:cacheprovider", "-q"]
     if args.db_url:
         pytest_args += ["--ragbench-db-url", args.db_url]
@@ -109,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
         "verify", help="verify SQL or hybrid ground truth against the database",
         description="Run the expected SQL of every case read-only and compare it with "
                     "ground_truth_data; prints 'N/M passed, X% success rate'.")
-    verify.add_argument("kind", choices=VERIFY_KINDS, help="which ground truth to verify")
+    verify.add_argument("kind", choices=tuple(verification_kinds()),
+                        help="which ground truth to verify")
     verify.add_argument("paths", nargs="*",
                         help="case files or folders (default: ini ragbench_cases / testpaths)")
     verify.add_argument("--db-url", help="SQLAlchemy URL of the database (default: ini "

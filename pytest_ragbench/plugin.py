@@ -175,11 +175,27 @@ def _locations(config: pytest.Config) -> Any:
     return config.stash[LOCATIONS_KEY]
 
 
-def _kind_enabled(config: pytest.Config, kind: str) -> bool:
-    """True for an evaluation-only kind (ragcsv, beir) that is registered, under --ragbench."""
-    from pytest_ragbench.kinds import registry
+# The suffixes of case files (besides ``*_test_cases.py``), as collect/files.DATA_SUFFIXES:
+# written here so that most files are passed over without importing anything.
+CASE_FILE_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
 
-    return get_config(config).evaluate and kind in registry(config).item_kinds
+
+def _reader_on(config: pytest.Config, kind: Any) -> bool:
+    """True when the items of a kind that reads its own format are collected now.
+
+    An evaluating kind's items exist only under --ragbench; a verification kind's always.
+    """
+    from pytest_ragbench.kinds import VERIFICATION
+
+    return get_config(config).evaluate or kind.family == VERIFICATION
+
+
+def _left_out(config: pytest.Config, reader: Any, path: Path) -> None:
+    """Count a file or folder of a kind's format that --ragbench would have collected."""
+    if not get_config(config).evaluate and reader.detects(path):
+        from pytest_ragbench.collect.selection import note_not_collected
+
+        note_not_collected(config, reader.noun)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -225,56 +241,58 @@ def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> 
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """Return a case-file collector for files that hold cases."""
-    suffix = file_path.suffix
-    if suffix not in (".yaml", ".yml", ".json", ".jsonl", ".py", ".csv"):
-        return None  # the common case: decided without importing anything
-    if suffix == ".py" and not file_path.name.endswith("_test_cases.py"):
-        return None
-    if suffix == ".csv" and not _kind_enabled(parent.config, "ragcsv"):
-        if not get_config(parent.config).evaluate and file_path.name.endswith(".ragcsv.csv") \
-                and _locations(parent.config).is_case_file(file_path):
-            from pytest_ragbench.collect.selection import note_not_collected
+    """Return a case-file collector for files that hold cases.
 
-            note_not_collected(parent.config, "RAGCSV file")
-        return None  # RAGCSV rows are evaluation items only
+    A file in the format of a kind that reads its own (``ItemKind.reader``, found by its
+    suffix) goes to that kind's collector.
+    """
+    suffix = file_path.suffix
+    found = None
+    if suffix == ".py":
+        if not file_path.name.endswith("_test_cases.py"):
+            return None
+    elif suffix not in CASE_FILE_SUFFIXES:
+        from pytest_ragbench.kinds import registry
+
+        found = registry(parent.config).file_reader(suffix)
+        if found is None:
+            return None  # the common case: decided without reading any file
     if not _locations(parent.config).is_case_file(file_path):
+        return None
+    if found is not None and not _reader_on(parent.config, found[0]):
+        _left_out(parent.config, found[1], file_path)
         return None
     if _seen(parent.config).skip_file(file_path):  # reached before through a symlink
         return None
-    from pytest_ragbench.collect.files import CaseFile, RagcsvFile
+    if found is not None:
+        collector: Any = found[1].load_collector()
+        return collector.from_parent(parent, path=file_path)
+    from pytest_ragbench.collect.files import CaseFile
 
-    if suffix == ".csv":
-        return RagcsvFile.from_parent(parent, path=file_path)
     return CaseFile.from_parent(parent, path=file_path)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """Collect a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) as one dataset.
+    """Collect a folder in the format of a kind that reads whole folders (a BEIR dataset).
 
     In a case folder, a case file that is no regular file (a FIFO, a device, a link to
     nothing), which pytest passes over in silence, is one warning.
     """
-    if _locations(parent.config).is_case_folder(path):
-        _seen(parent.config).warn_special_files(path)
-    if not _kind_enabled(parent.config, "beir"):
-        if not get_config(parent.config).evaluate and path.name != "qrels" \
-                and _locations(parent.config).is_case_folder(path):
-            from pytest_ragbench.collect.files import is_beir_folder
-
-            if is_beir_folder(path):
-                from pytest_ragbench.collect.selection import note_not_collected
-
-                note_not_collected(parent.config, "BEIR folder")
-        return None  # BEIR queries are evaluation items only
-    from pytest_ragbench.collect.files import BeirDataset, is_beir_folder
-
     where = _locations(parent.config)
-    if not is_beir_folder(path) or not (where.is_case_folder(path)
-                                        or where.holds_named_file(path)):
-        return None
-    return BeirDataset.from_parent(parent, path=path)
+    if where.is_case_folder(path):
+        _seen(parent.config).warn_special_files(path)
+    from pytest_ragbench.kinds import registry
+
+    for kind, reader in registry(parent.config).folder_readers():
+        if not _reader_on(parent.config, kind):
+            if where.is_case_folder(path):
+                _left_out(parent.config, reader, path)
+            continue
+        if reader.detects(path) and (where.is_case_folder(path) or where.holds_named_file(path)):
+            collector: Any = reader.load_collector()
+            return collector.from_parent(parent, path=path)
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -19,6 +19,7 @@ from pytest_ragbench.cases.model import Case, CustomCase, Memory, Table, Turn
 from pytest_ragbench.cases.raw import FileRecords, RawRecord
 from pytest_ragbench.errors import CaseError, did_you_mean, short_repr
 from pytest_ragbench.kinds import COMMON_FIELDS, CaseKind, Field, KindRegistry, builtin_registry
+from pytest_ragbench.kinds.guess import guess_kind
 from pytest_ragbench.metrics.answer import normalize_fact
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:/@+-]+$")
@@ -519,30 +520,11 @@ def _kind_of(data: dict[str, Any], record: RawRecord, path: Path, kinds: KindReg
         needed = kinds.case_kinds[name].identify_by
         if needed and all(f in data for f in needed):
             return name
-    raw_type = data.get("query_type")
-    query_type = str(raw_type).upper() if isinstance(raw_type, str | int) else ""
-    if query_type == "HYBRID" and "hybrid" in known:
-        return "hybrid"
-    hinted = _hinted_kind(record.kind_hint, known)
-    if hinted is not None:
-        return hinted
-    if "expected_sql" in data:
-        return "sql" if "ground_truth_data" in data and query_type != "HYBRID" else "hybrid"
-    if "ground_truth_answer" in data:
-        return "hybrid"
-    if "ground_truth" in data:
-        ragas_fields = ("contexts", "answer", "doc_type", "question_type", "source_dataset")
-        return "ragas" if any(f in data for f in ragas_fields) else "vector"
+    guessed = guess_kind(data, known, record.kind_hint)
+    if guessed is not None:
+        return guessed
     raise CaseError(f"cannot tell the kind of this case; add 'kind:' ({', '.join(known)})",
                     file=path, line=record.line, field="kind")
-
-
-def _hinted_kind(hint: str | None, known: list[str]) -> str | None:
-    """The kind a Python module's list name starts with (``HYBRID_TEST_CASES``: hybrid)."""
-    if not hint:
-        return None
-    name = hint.lower()
-    return next((k for k in sorted(known, key=len, reverse=True) if name.startswith(k)), None)
 
 
 def _extra_fields(data: dict[str, Any], schema: dict[str, Field], record: RawRecord,

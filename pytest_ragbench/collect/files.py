@@ -150,7 +150,7 @@ class CaseFile(pytest.File):
             result = build_cases(read_case_file(self.path), session_kinds)
         except CaseError as exc:
             # The whole file is unreadable: one failing item, and the session goes on.
-            return [(0, InvalidCaseItem.create(self, _relocate(exc, shown), None,
+            return [(0, InvalidCaseItem.create(self, relocate(exc, shown), None,
                                                self.path.name))]
         settings = get_config(self.config)
         first_seen: dict[str, Case] = {}
@@ -182,7 +182,7 @@ class CaseFile(pytest.File):
                 continue  # an evaluation-only case, and evaluation is off
             error = entry.error
             entries.append((error.line or 0, InvalidCaseItem.create(
-                self, _relocate(error, shown), kinds[0].name if kinds else None,
+                self, relocate(error, shown), kinds[0].name if kinds else None,
                 entry.case_id)))
         return entries
 
@@ -198,11 +198,7 @@ class NotImported(pytest.File):
         return iter(())
 
 
-def _relocate(error: CaseError, shown: str) -> CaseError:
-    return CaseError(error.message, file=shown, line=error.line, field=error.field)
-
-
-# -- BEIR folders and RAGCSV files (evaluation items only) ------------------------------------
+# -- helpers for the collectors of kinds that read their own formats ------------------------
 
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.:/@+-]+")
 
@@ -212,197 +208,20 @@ def safe_label(text: str) -> str:
     return _UNSAFE_ID.sub("_", text) or "_"
 
 
-def ragcsv_stem(path: Path) -> str:
-    """``nba_qa`` for ``nba_qa.ragcsv.csv`` (and for ``nba_qa.csv``)."""
-    return safe_label(path.name.removesuffix(".csv").removesuffix(".ragcsv"))
+def relocate(error: CaseError, shown: str) -> CaseError:
+    """``error`` naming the file as ``shown``."""
+    return CaseError(error.message, file=shown, line=error.line, field=error.field)
 
 
-def _systems(config: pytest.Config, item_kind: Any) -> tuple[str | None, ...]:
-    # lazy: kept out of a plain pytest run
-    from pytest_ragbench.collect.items import systems_for
-
-    return systems_for(item_kind, get_config(config).systems, config=config)
-
-
-class BeirDataset(pytest.Directory):
-    """A BEIR folder, collected as a whole: its qrels split (``test``, else the only one)."""
-
-    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        """Yield the qrels file of the split; a folder with no usable split fails once."""
-        # lazy: kept out of a plain pytest run
-        from pytest_ragbench.collect.items import InvalidCaseItem
-        from pytest_ragbench.formats.beir import qrels_splits
-
-        splits = qrels_splits(self.path)
-        split = "test" if "test" in splits else (splits[0] if len(splits) == 1 else None)
-        if split is None:
-            names = ", ".join(f"{s}.tsv" for s in splits) or "none"
-            error = CaseError(f"cannot choose a qrels split: no test.tsv, found {names}",
-                              file=display_path(self.path / "qrels", self.config),
-                              field="qrels")
-            yield InvalidCaseItem.create(self, error, "beir", safe_label(self.path.name))
-            return
-        yield BeirQrelsFolder.from_parent(self, path=self.path / "qrels", split=split)
-
-
-class BeirQrelsFolder(pytest.Directory):
-    """The ``qrels/`` folder of a BEIR dataset, holding the split that is collected.
-
-    A level of its own in the collection tree, as the folder is in the node id: pytest
-    resolves ``<dataset>/qrels/test.tsv::beir[...]`` one path part at a time.
-    """
-
-    def __init__(self, *, split: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.split = split
-
-    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        """Yield the qrels file of the split."""
-        yield BeirQrels.from_parent(self, path=self.path / f"{self.split}.tsv")
-
-
-class BeirQrels(pytest.File):
-    """One qrels file of a BEIR folder: one ``beir[<dataset>/<query-id>]`` item per judged query.
-
-    The queries and qrels are read here; the corpus is read when the first item runs.
-    A query with an unreadable judgment line, or missing from queries.jsonl, becomes one
-    failing item naming the file, line and field; the other queries run.
-    """
-
-    holds_only_ragbench_items = True  # items.add_ragbench_marker
-
-    def collect(self) -> Iterator[pytest.Item]:
-        """Yield the items in the order of the qrels file."""
-        # lazy: kept out of a plain pytest run
-        from pytest_ragbench.cases.model import BeirCase
-        from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem
-        from pytest_ragbench.formats.beir import QrelsLines, corpus_ids, read_qrels, read_queries
-        from pytest_ragbench.kinds.robust.selection import robust_items
-
-        folder = self.path.parent.parent
-        dataset = safe_label(folder.name)
-        shown = display_path(self.path, self.config)
-        errors: list[CaseError] = []
-        lines = QrelsLines()
-        try:
-            queries = read_queries(folder / "queries.jsonl", errors)
-            qrels, _ = read_qrels(self.path, errors, lines)
-            documents = corpus_ids(folder / "corpus.jsonl")
-        except CaseError as exc:  # a file that cannot be read at all
-            yield InvalidCaseItem.create(self, _shown(exc, self.config), "beir", dataset)
-            return
-        empty = _empty_part(folder, documents, queries, self.config)
-        if empty is not None:  # nothing can be retrieved or asked: one error, no items
-            yield InvalidCaseItem.create(self, empty, "beir", dataset)
-            return
-        missing = _missing_documents(qrels, documents, lines, shown)
-        if missing is not None:  # counted and reported; the queries still run
-            yield InvalidCaseItem.create(self, missing, "beir", f"{dataset}/missing-documents")
-        attached = {id(e) for found in lines.errors.values() for e in found}
-        for error in errors:
-            if id(error) not in attached:
-                where = f"{Path(error.file or '').name}:{error.line or 0}"
-                yield InvalidCaseItem.create(self, _shown(error, self.config), "beir",
-                                             f"{dataset}/{safe_label(where)}")
-        kind = registry(self.config).item_kinds["beir"]
-        for query_id, line in lines.first_line.items():
-            label = f"{dataset}/{safe_label(query_id)}"
-            problem = _query_problem(query_id, line, lines, queries, shown)
-            if problem is not None:
-                yield InvalidCaseItem.create(self, problem, "beir", label)
-                continue
-            case = BeirCase(id=label, kind="beir", file=str(self.path), line=line,
-                            dataset=dataset, query_id=query_id, query=queries[query_id],
-                            qrels=dict(qrels[query_id]), folder=str(folder),
-                            split=self.path.stem)
-            for system in _systems(self.config, kind):
-                yield CaseItem.create(self, case, kind, system)
-            # --ragbench-robustness: robust[beir-<id>] (see kinds/robust/selection.py)
-            yield from robust_items(self, case, get_config(self.config), shown)
-
-
-def _empty_part(folder: Path, documents: set[str], queries: dict[str, str],
-                config: pytest.Config) -> CaseError | None:
-    """An error when the corpus or the query set holds nothing usable."""
-    for name, found in (("corpus.jsonl", documents), ("queries.jsonl", queries)):
-        if not found:
-            return CaseError("holds no usable entry ({\"_id\", \"text\"} per line): the "
-                             "dataset cannot be evaluated",
-                             file=display_path(folder / name, config))
-    return None
-
-
-def _missing_documents(qrels: dict[str, dict[str, int]], documents: set[str], lines: Any,
-                       shown: str) -> CaseError | None:
-    """One data error counting the judgments whose document is not in the corpus."""
-    missing = sorted((lines.judgment_line.get((query_id, doc_id), 0), query_id, doc_id)
-                     for query_id, judged in qrels.items() for doc_id in judged
-                     if doc_id not in documents)
-    if not missing:
-        return None
-    queries = len({query_id for _, query_id, _ in missing})
-    listed = ", ".join(f"line {n}: {q} -> {d}" for n, q, d in missing[:5])
-    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-    return CaseError(f"{len(missing)} judgment(s) of {queries} query(ies) name documents "
-                     f"missing from corpus.jsonl ({listed}{more}): those queries are scored "
-                     "as if the documents were never retrieved", file=shown,
-                     line=missing[0][0] or None, field="corpus-id")
-
-
-def _shown(error: CaseError, config: pytest.Config) -> CaseError:
+def shown_error(error: CaseError, config: pytest.Config) -> CaseError:
+    """``error`` naming its file relative to where pytest was started."""
     file = display_path(error.file, config) if error.file else None
     return CaseError(error.message, file=file, line=error.line, field=error.field)
 
 
-def _query_problem(query_id: str, line: int, lines: Any, queries: dict[str, str],
-                   shown: str) -> CaseError | None:
-    """Why a judged query cannot run: a bad judgment line, or no text in queries.jsonl."""
-    bad = lines.errors.get(query_id)
-    if bad:
-        first = bad[0]
-        more = "" if len(bad) == 1 else (
-            f" (and {len(bad) - 1} more bad line(s): "
-            f"{', '.join(str(e.line) for e in bad[1:])})")
-        return CaseError(first.message + more, file=shown, line=first.line, field=first.field)
-    if query_id not in queries:
-        return CaseError(f"query {query_id!r} is judged here but has no text in queries.jsonl",
-                         file=shown, line=line, field="query-id")
-    return None
+def kind_systems(config: pytest.Config, item_kind: Any) -> tuple[str | None, ...]:
+    """The systems a kind's items are made for when the collector knows no case up front."""
+    # lazy: kept out of a plain pytest run
+    from pytest_ragbench.collect.items import systems_for
 
-
-class RagcsvFile(pytest.File):
-    """A RAGCSV file: one ``ragcsv[<file-stem>:<row>]`` item per row."""
-
-    holds_only_ragbench_items = True  # items.add_ragbench_marker
-
-    def collect(self) -> Iterator[pytest.Item]:
-        """Yield one item per readable row and one failing item per unreadable row."""
-        # lazy: kept out of a plain pytest run
-        from pytest_ragbench.cases.model import RagcsvCase, RagcsvFragment
-        from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem
-        from pytest_ragbench.formats.ragcsv import read_ragcsv
-
-        stem = ragcsv_stem(self.path)
-        shown = display_path(self.path, self.config)
-        try:
-            data = read_ragcsv(self.path)
-        except CaseError as exc:
-            yield InvalidCaseItem.create(self, _relocate(exc, shown), "ragcsv", stem)
-            return
-        kind = registry(self.config).item_kinds["ragcsv"]
-        entries: list[tuple[int, pytest.Item]] = []
-        for row in data.rows:
-            case = RagcsvCase(
-                id=f"{stem}:{row.row}", kind="ragcsv", file=str(self.path), line=row.line,
-                question=row.question, expected=row.expected, row=row.row,
-                fragments=tuple(RagcsvFragment(page_content=f.page_content, title=f.title)
-                                for f in row.fragments), expected_facts=row.expected_facts)
-            entries += [(row.line, CaseItem.create(self, case, kind, system))
-                        for system in _systems(self.config, kind)]
-        for index, error in enumerate(data.errors):
-            row_number = data.row_of(index)
-            label = f"{stem}:{row_number}" if row_number else f"{stem}:line-{error.line or 0}"
-            entries.append((error.line or 0, InvalidCaseItem.create(
-                self, _relocate(error, shown), "ragcsv", label)))
-        for _, item in sorted(entries, key=lambda entry: entry[0]):
-            yield item
+    return systems_for(item_kind, get_config(config).systems, config=config)

@@ -20,7 +20,18 @@ from pytest_ragbench.cases.model import Case
 from pytest_ragbench.config import thresholds as thresholds_mod
 from pytest_ragbench.config.settings import get_config
 from pytest_ragbench.errors import CaseError, RagbenchError
-from pytest_ragbench.kinds import ANY_CASE_KIND, EVALUATION, ItemKind, ItemRun, Outcome
+from pytest_ragbench.kinds import (
+    ANY_CASE_KIND,
+    AS_GIVEN,
+    ASKS_SYSTEM,
+    EVALUATION,
+    FROM_PASSAGES,
+    INVALID_CASE,
+    NO_SYSTEM,
+    ItemKind,
+    ItemRun,
+    Outcome,
+)
 from pytest_ragbench.metrics.repeated import inconclusive
 from pytest_ragbench.redact import scrub
 from pytest_ragbench.replies import cut_strings
@@ -49,44 +60,23 @@ class RagbenchWarning(UserWarning):
     """A verification found something worth a look that is not a failure (a WARNING verdict)."""
 
 
-# Kinds that evaluate a component the named systems do not vary are collected once, not
-# once per system: memory[...] items test the memory store (ragbench_memory), which every
-# system of --ragbench-systems would share, so their scores would be copies and comparing
-# them would compare nothing. Compare memory stores across runs (--ragbench-compare).
-SYSTEM_INDEPENDENT_KINDS = frozenset({"memory"})
-
-
-def scored_as_given(item_kind: ItemKind, case: Any) -> bool:
-    """A RAGAS sample with its answer and contexts: nothing is asked, whatever the system."""
-    return item_kind.name == "ragas" and bool(getattr(case, "contexts", None)) \
-        and bool(getattr(case, "answer", None))
-
-
-def answered_from_passages(item_kind: ItemKind, case: Any) -> bool:
-    """A RAGCSV row, or a RAGAS sample with contexts but no answer: answered from given passages.
-
-    The system's ``answer_from`` answers it when the system has one, else ``ragbench_llm``
-    (kinds/passages.py): then the answer does not depend on the system.
-    """
-    if item_kind.name == "ragcsv":
-        return True
-    return item_kind.name == "ragas" and bool(getattr(case, "contexts", None)) \
-        and not getattr(case, "answer", None)
-
-
 def systems_for(item_kind: ItemKind, systems: tuple[str, ...], case: Any = None,
                 config: pytest.Config | None = None) -> tuple[str | None, ...]:
     """The systems a case's item of ``item_kind`` is made for (``(None,)``: just one item).
 
-    An item whose answer cannot depend on the system is made once: a system-independent
-    kind, a RAGAS sample scored as given, and an item answered from given passages when
-    none of the named systems can answer from passages (the built-in ``dense``, ``bm25``
-    and ``hybrid`` cannot; a registered system is asked at run time, kinds/passages.py).
+    An item whose answer cannot depend on the system is made once (``ItemKind.answers``):
+    one of a kind testing a component every named system shares (memory items test
+    ``ragbench_memory``: their scores would be copies, so compare memory stores across
+    runs), one scored as given, and one answered from given passages when none of the
+    named systems can answer from passages (the built-in retriever systems cannot; a
+    registered system is asked at run time, kinds/passages.py).
     """
-    if not systems or item_kind.family != EVALUATION \
-            or item_kind.name in SYSTEM_INDEPENDENT_KINDS or scored_as_given(item_kind, case):
+    if not systems or item_kind.family != EVALUATION:
         return (None,)
-    if config is not None and answered_from_passages(item_kind, case):
+    source = item_kind.answer_source(case)
+    if source in (NO_SYSTEM, AS_GIVEN):
+        return (None,)
+    if config is not None and source == FROM_PASSAGES:
         unable = without_answer_from(config)
         return tuple(s for s in systems if s not in unable) or (None,)
     return tuple(systems)
@@ -155,14 +145,15 @@ def marker_name(value: str) -> str:
     return cleaned.strip("_") or "uncategorized"
 
 
-def answer_request(case: Case) -> Any:
-    """The question an evaluation item will ask the system, if the case says it up front.
+def answer_request(case: Case, item_kind: ItemKind) -> Any:
+    """The question an item will ask the system under test, if the case says it up front.
 
-    A RAGAS sample that carries its contexts is not asked this way: it is scored as given,
-    or answered from those contexts (kinds/passages.py).
+    Only for kinds that ask the system (``ragbench_system`` among their fixtures) and only
+    when this case's answer comes from it (``ItemKind.answers``).
     """
     question = getattr(case, "question", None)
-    if not question or (case.kind == "ragas" and getattr(case, "contexts", None)):
+    if not question or "ragbench_system" not in item_kind.fixtures \
+            or item_kind.answer_source(case) != ASKS_SYSTEM:
         return None
     history = tuple(getattr(case, "history", ()) or ())
     return AnswerRequest(str(question), history)
@@ -216,8 +207,7 @@ class CaseItem(pytest.Function):
         _restructure_id(item)
         add_ragbench_marker(item, parent)
         item.add_marker(_mark(item_kind.name))
-        asks = "ragbench_system" in item_kind.fixtures
-        request = answer_request(case) if asks else None
+        request = answer_request(case, item_kind)
         if request is not None:
             item.stash[ANSWER_REQUEST] = request  # prefetched with every other answer
         if case.category:
@@ -427,7 +417,7 @@ class InvalidCaseItem(pytest.Item):
     def __init__(self, *, error: CaseError, item_kind: str | None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.error = error
-        self.kind_name = item_kind or "invalid_case"
+        self.kind_name = item_kind or INVALID_CASE
         self.record: ItemRecord | None = None
 
     @classmethod
@@ -435,7 +425,7 @@ class InvalidCaseItem(pytest.Item):
                item_kind: str | None, case_id: str | None) -> InvalidCaseItem:
         """Name it ``<kind>[<id>]`` when known, else ``invalid_case[line-N]``."""
         label = case_id or f"line-{error.line or 0}"
-        item = cls.from_parent(parent, name=f"{item_kind or 'invalid_case'}[{label}]",
+        item = cls.from_parent(parent, name=f"{item_kind or INVALID_CASE}[{label}]",
                                error=error, item_kind=item_kind)
         _restructure_id(item)
         add_ragbench_marker(item, parent)

@@ -29,7 +29,8 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
 
 import pytest
 
@@ -41,6 +42,15 @@ from pytest_ragbench.systems.protocols import AnswerRequest
 VERIFICATION = "verification"
 EVALUATION = "evaluation"
 ANY_CASE_KIND = "*"  # an item kind made from cases of several kinds
+INVALID_CASE = "invalid_case"  # the node-name prefix of a record no kind could read
+
+# Where the answer an item scores comes from (ItemKind.answers): what decides whether the
+# item is made once per system of --ragbench-systems, and whether its question is asked
+# ahead of time.
+ASKS_SYSTEM = "system"  # the item asks the system under test its question
+FROM_PASSAGES = "passages"  # answered from passages the case gives (kinds/passages.py)
+AS_GIVEN = "given"  # the case carries its answer: nothing is asked
+NO_SYSTEM = "no system"  # the item tests a component the named systems share
 # Fields every case has, whatever its kind (a kind's schema may not redefine them).
 COMMON_FIELDS = ("id", "kind", "category", "tags", "thresholds", "cluster", "human")
 
@@ -116,6 +126,31 @@ class CaseKind:
         return _resolve(self.check) if self.check is not None else None
 
 
+@dataclass(frozen=True, kw_only=True)
+class FormatReader:
+    """A kind's own input format, collected by the kind's collector instead of as case files.
+
+    ``collector``: a ``pytest.File`` subclass (or ``"module:Class"``) offered the files in
+    the case locations whose name ends with ``suffix``, or, with no ``suffix``, a
+    ``pytest.Directory`` subclass offered the folders for which ``detect(path)`` is true.
+    ``noun`` (``"RAGCSV file"``) names one that is left out because its kind evaluates and
+    ``--ragbench`` is off; a file is counted then only when ``detect`` is true of it.
+    """
+
+    noun: str
+    collector: str | type
+    suffix: str = ""
+    detect: str | Callable[[Path], bool] | None = None
+
+    def load_collector(self) -> Any:
+        """Import and return the collector class."""
+        return _resolve(self.collector)
+
+    def detects(self, path: Path) -> bool:
+        """True when ``path`` is surely of this format (always, without ``detect``)."""
+        return self.detect is None or bool(_resolve(self.detect)(path))
+
+
 @dataclass(frozen=True, eq=False, kw_only=True)
 class ItemKind:
     """One kind of item: its node-name prefix, the case kind it reads and its runner.
@@ -136,6 +171,15 @@ class ItemKind:
     starts: outside its timed call (pytest-timeout), and never left half-run
     (:func:`pytest_ragbench.heavy_imports.import_whole`). If it raises, that item errors
     and the next item of the kind tries again.
+
+    ``answers`` says where the answer an item scores comes from: :data:`ASKS_SYSTEM` (the
+    default: its question is asked ahead of time and the item is made for every system of
+    ``--ragbench-systems``), :data:`FROM_PASSAGES`, :data:`AS_GIVEN` or :data:`NO_SYSTEM`
+    (made once), or a callable (``"module:function"``) taking the case (None when the
+    collector does not say) and returning one of them. ``asks(system)``, when given, is
+    false for a system the items of the kind never ask (its answer is then not fetched
+    ahead). ``reader`` is the kind's own input format when its cases come from no case
+    file (BEIR folders, RAGCSV files).
     """
 
     name: str
@@ -148,6 +192,20 @@ class ItemKind:
     thresholds: Mapping[str, float] = field(default_factory=dict)
     loads: tuple[str, ...] = ()
     prepare: str | Callable[[pytest.Config], None] | None = None
+    answers: str | Callable[[Any], str] = ASKS_SYSTEM
+    asks: str | Callable[[Any], bool] | None = None
+    reader: FormatReader | None = None
+
+    def answer_source(self, case: Any) -> str:
+        """Where the answer of this kind's item of ``case`` comes from (``answers``)."""
+        if isinstance(self.answers, str) and ":" not in self.answers:
+            return self.answers
+        source: str = _resolve(self.answers)(case)
+        return source
+
+    def asks_system(self, system: Any) -> bool:
+        """False when the items of this kind never ask ``system`` a question."""
+        return self.asks is None or bool(_resolve(self.asks)(system))
 
     def load_runner(self) -> Callable[..., Any]:
         """Import and return the function that evaluates one case."""
@@ -177,6 +235,14 @@ def _expanded(names: Iterable[str], metric: str) -> set[str]:
     return found
 
 
+class ItemName(NamedTuple):
+    """What a ragbench item's node id says: ``path::<kind>[<system>-<case label>]``."""
+
+    kind: str
+    system: str | None
+    case_label: str
+
+
 @dataclass(frozen=True)
 class KindRegistry:
     """The case kinds and item kinds of one session."""
@@ -188,6 +254,33 @@ class KindRegistry:
         """The item kinds a case of ``case_kind`` becomes (evaluation ones only with --ragbench)."""
         return [k for k in self.item_kinds.values()
                 if k.case_kind == case_kind and (evaluate or k.family == VERIFICATION)]
+
+    def file_reader(self, suffix: str) -> tuple[ItemKind, FormatReader] | None:
+        """The kind that reads files ending with ``suffix`` in its own format, if one does."""
+        return next(((kind, kind.reader) for kind in self.item_kinds.values()
+                     if kind.reader is not None and kind.reader.suffix
+                     and kind.reader.suffix == suffix), None)
+
+    def folder_readers(self) -> list[tuple[ItemKind, FormatReader]]:
+        """The kinds that read whole folders in their own format."""
+        return [(kind, kind.reader) for kind in self.item_kinds.values()
+                if kind.reader is not None and not kind.reader.suffix]
+
+    def parse_nodeid(self, nodeid: str, systems: Iterable[str] = ()) -> ItemName | None:
+        """The kind, system and case label of a ragbench item's node id; None for other tests.
+
+        The one place a node id is read back into its kind and system: the records carry
+        both, but the xdist controller knows only the node ids of the items a worker
+        collected, until their reports arrive. ``systems``: those of --ragbench-systems
+        (an item of one is named ``kind[<system>-<case>]``).
+        """
+        name = nodeid.rpartition("::")[2]
+        kind, bracket, label = name.partition("[")
+        if not bracket or (kind not in self.item_kinds and kind != INVALID_CASE):
+            return None
+        label = label[:-1] if label.endswith("]") else label
+        system = next((s for s in systems if label.startswith(f"{s}-")), None)
+        return ItemName(kind, system, label[len(system) + 1:] if system else label)
 
     def file_kinds(self) -> list[str]:
         """The case kinds a case file may name, in registration order."""
@@ -225,6 +318,7 @@ _STREAM = ("ttft_ms", "itl_ms")  # a streamed answer's latency (--ragbench-strea
 _PERTURBATIONS = ("typos", "drop", "double", "case", "whitespace", "punctuation", "filler",
                   "synonyms", "injection")  # config.PERTURBATION_KINDS
 _CASES = "pytest_ragbench.cases"
+_KINDS = "pytest_ragbench.kinds"
 _PREPARE = "pytest_ragbench.kinds.preparation"  # what a kind imports before its first item
 
 BUILTIN: tuple[CaseKind | ItemKind, ...] = (
@@ -267,7 +361,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              description="the system answers an SQL question", family=EVALUATION,
              fixtures=(*_SQL_FIXTURES, "ragbench_system"),
              metrics=("execution_match", "correct", "value_recall", *_STREAM),
-             thresholds={"correct": 1.0}),
+             thresholds={"correct": 1.0}, asks="pytest_ragbench.kinds.sql:answers_sql"),
     # The system's SQL, when it returns some, must give ground_truth_data, and the expected
     # sources must be retrieved. How much of the data the answer states (value_recall) and
     # how close it is to the reference depend on the generator: gate their means.
@@ -299,7 +393,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              description="conversational memory retrieval", family=EVALUATION,
              fixtures=("ragbench_config", "ragbench_memory", "ragbench_judge"),
              metrics=("precision", "recall", "f1", "relevance_score", "judge_relevance"),
-             thresholds={"recall": 1.0}),
+             thresholds={"recall": 1.0}, answers=NO_SYSTEM),
     # No item thresholds but the facts: every other score hangs on one generated answer, so
     # gate the means. An empty answer still fails its item.
     ItemKind(name="ragas", case_kind="ragas", runner="pytest_ragbench.kinds.ragas.runner:run",
@@ -308,14 +402,18 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              metrics=("faithfulness", "answer_relevancy", "context_precision", "context_recall",
                       "semantic_similarity", "token_f1", "rouge", "lexical_faithfulness",
                       "lexical_context_recall", _FACTS, *_STREAM),
-             thresholds={_FACTS: 1.0}, loads=_RAGAS, prepare=f"{_PREPARE}:ragas"),
+             thresholds={_FACTS: 1.0}, loads=_RAGAS, prepare=f"{_PREPARE}:ragas",
+             answers=f"{_KINDS}.ragas:answer_source"),
     # A relevant document somewhere in the top 100 (reciprocal rank >= 1/100); the ranking
     # quality (nDCG@10, recall) is gated on its means. The retriever comes from
     # ragbench_beir_retriever_factory (or a named system) when the dataset first runs.
     ItemKind(name="beir", case_kind="beir", runner="pytest_ragbench.kinds.beir.runner:run",
              description="IR metrics on a BEIR query", family=EVALUATION,
              fixtures=("ragbench_config",), metrics=("nDCG@10", "R@10", "R@100", "MRR"),
-             thresholds={"MRR": 0.01}),
+             thresholds={"MRR": 0.01},
+             reader=FormatReader(noun="BEIR folder",
+                                 collector=f"{_KINDS}.beir.collect:BeirDataset",
+                                 detect="pytest_ragbench.collect.files:is_beir_folder")),
     # Accuracy is recorded, not failed per row: set "ragcsv.accuracy" = 75 (the RAGCSV pass
     # mark) to fail rows below it. An empty answer still fails its row. ragbench_embedder is
     # asked for only without a judge (accuracy is then semantic similarity x 100).
@@ -323,7 +421,11 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              runner="pytest_ragbench.kinds.ragcsv.runner:run",
              description="graded answer accuracy on a RAGCSV row", family=EVALUATION,
              fixtures=("ragbench_config", "ragbench_llm", "ragbench_judge"),
-             metrics=("accuracy", "total_time_ms", *_STREAM, _FACTS), thresholds={_FACTS: 1.0}),
+             metrics=("accuracy", "total_time_ms", *_STREAM, _FACTS), thresholds={_FACTS: 1.0},
+             answers=FROM_PASSAGES,
+             reader=FormatReader(noun="RAGCSV file", suffix=".csv",
+                                 collector=f"{_KINDS}.ragcsv.collect:RagcsvFile",
+                                 detect=f"{_KINDS}.ragcsv.collect:named_ragcsv")),
     # robust[<case kind>-<id>], made by robust.collect for the case kinds it perturbs. The
     # thresholds bound each perturbed question's properties, set by what they mean: RBO 0.5
     # (p = 0.9, top 5) keeps the top 2 with the other 3 replaced (0.54) and fails when only

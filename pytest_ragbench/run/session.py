@@ -24,7 +24,7 @@ import pytest
 from pytest_ragbench.collect.files import display_path
 from pytest_ragbench.config.settings import RagbenchConfig
 from pytest_ragbench.errors import ConfigError
-from pytest_ragbench.kinds import builtin_registry, registry
+from pytest_ragbench.kinds import KindRegistry, builtin_registry, registry
 from pytest_ragbench.redact import scrub
 from pytest_ragbench.render import testcases
 from pytest_ragbench.render.testcases import teststatus
@@ -120,16 +120,17 @@ class RagbenchSession:
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Any) -> None:
         """Under xdist: the items a worker collected (each worker collects them all)."""
         first = self.selected is None
-        self._items_known({nodeid for nodeid in ids
-                           if ragbench_kind(nodeid, self._kind_names()) is not None})
+        kinds = registry(self.config)
+        named = {nodeid: kinds.parse_nodeid(nodeid) for nodeid in ids}
+        self._items_known({nodeid for nodeid, found in named.items() if found is not None})
         if first and self.selected and self.write_files and self.resume is None \
                 and not self.config.option.collectonly:
             # lazy: kept out of a plain pytest run
             from pytest_ragbench.run.plots_ahead import PlotsAhead
 
             self.plots_ahead = PlotsAhead(self.settings)
-            kinds = (ragbench_kind(nodeid, self._kind_names()) for nodeid in self.selected)
-            self.plots_ahead.expect(found[0] for found in kinds if found is not None)
+            found = (kinds.parse_nodeid(nodeid) for nodeid in self.selected)
+            self.plots_ahead.expect(name.kind for name in found if name is not None)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -190,7 +191,7 @@ class RagbenchSession:
             if worker in self.interrupted_workers:
                 return  # its worker was interrupted: the item did not run, it did not crash
             lost = lost_record(report.nodeid, self.settings.systems, str(report.longrepr),
-                               self._kind_names())
+                               registry(self.config))
             if lost is not None:
                 self.records[report.nodeid] = lost
 
@@ -214,10 +215,6 @@ class RagbenchSession:
             if worker is not None:
                 self.interrupted_workers[worker] = output.get(SIGNAL_OUTPUT_KEY) \
                     or self.interrupted_workers.get(worker)
-
-    def _kind_names(self) -> tuple[str, ...]:
-        """The item kinds of this session (a plugin's too)."""
-        return tuple(registry(self.config).item_kinds)
 
     def sorted_records(self) -> list[ItemRecord]:
         """Records in node-id order, independent of worker scheduling."""
@@ -456,28 +453,16 @@ def _worker_id(node: Any) -> str | None:
     return getattr(getattr(node, "gateway", None), "id", None)
 
 
-def ragbench_kind(nodeid: str, kind_names: tuple[str, ...] = ()) -> tuple[str, str] | None:
-    """``(kind, label)`` of a ragbench item's node id (``path::kind[label]``), else None.
-
-    ``kind_names``: the session's item kinds (the built-in ones when not given).
-    """
-    name = nodeid.rpartition("::")[2]
-    kind, bracket, label = name.partition("[")
-    known = kind_names or tuple(builtin_registry().item_kinds)
-    if not bracket or kind not in (*known, "invalid_case"):
-        return None
-    return kind, label[:-1] if label.endswith("]") else label
-
-
 def lost_record(nodeid: str, systems: tuple[str, ...], message: str,
-                kind_names: tuple[str, ...] = ()) -> ItemRecord | None:
-    """A ``lost`` record for a ragbench item whose worker died (None for other tests)."""
-    found = ragbench_kind(nodeid, kind_names)
+                kinds: KindRegistry | None = None) -> ItemRecord | None:
+    """A ``lost`` record for a ragbench item whose worker died (None for other tests).
+
+    Its worker never sent the record, so its kind and system are read from the node id.
+    """
+    found = (kinds or builtin_registry()).parse_nodeid(nodeid, systems)
     if found is None:
         return None
-    kind, label = found
     path = nodeid.rpartition("::")[0]
-    system = next((s for s in systems if label.startswith(f"{s}-")), None)
-    case_id = label[len(system) + 1:] if system else label
-    return ItemRecord(nodeid=nodeid, kind=kind, case_kind="", case_id=case_id, file=path,
-                      line=0, status="lost", system=system, error=message[:500])
+    return ItemRecord(nodeid=nodeid, kind=found.kind, case_kind="", case_id=found.case_label,
+                      file=path, line=0, status="lost", system=found.system,
+                      error=message[:500])

@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.config.settings import get_config
-from pytest_ragbench.kinds import ItemKind
+from pytest_ragbench.kinds import ItemKind, KindRegistry, builtin_registry
 
 GROUP_PREFIX = "ragbench-loads:"
 
@@ -59,21 +59,21 @@ def library_groups(kinds: Iterable[ItemKind]) -> dict[str, str]:
     return {kind: name for name, members in groups.items() for kind in members}
 
 
-def group_of(nodeid: str, groups: dict[str, str]) -> str | None:
-    """The library group of an item's kind (from its node id), or None."""
-    kind = kind_of(nodeid)
+def group_of(nodeid: str, groups: dict[str, str], kinds: KindRegistry) -> str | None:
+    """The library group of an item's kind, or None."""
+    kind = kind_of(nodeid, kinds)
     return None if kind is None else groups.get(kind)
 
 
-def kind_of(nodeid: str) -> str | None:
-    """The kind of a ragbench item's node id (``path::kind[label]``), else None."""
-    if "::" not in nodeid:
-        return None
-    return nodeid.rsplit("::", 1)[1].split("[", 1)[0]
+def kind_of(nodeid: str, kinds: KindRegistry) -> str | None:
+    """The kind of a ragbench item (the scheduler knows only node ids), else None."""
+    found = kinds.parse_nodeid(nodeid)
+    return None if found is None else found.kind
 
 
 def work_units(nodeids: Sequence[str], groups: dict[str, str], workers: int,
-               metric_counts: dict[str, int] | None = None) -> dict[str, str]:
+               metric_counts: dict[str, int] | None = None,
+               kinds: KindRegistry | None = None) -> dict[str, str]:
     """The work unit of every node id: its library group, or a chunk of the others.
 
     With ``metric_counts`` (kind -> metrics it declares) the other items are chunked kinds
@@ -81,16 +81,17 @@ def work_units(nodeids: Sequence[str], groups: dict[str, str], workers: int,
     item reports (run/plots_ahead.py), and a kind with more metrics has more to draw,
     so it should not be the one that finishes last.
     """
+    kinds = kinds or builtin_registry()
     units: dict[str, str] = {}
     others = []
     for nodeid in nodeids:
-        group = group_of(nodeid, groups)
+        group = group_of(nodeid, groups, kinds)
         if group is None:
             others.append(nodeid)
         else:
             units[nodeid] = GROUP_PREFIX + group
     if metric_counts:
-        others.sort(key=lambda nodeid: -metric_counts.get(kind_of(nodeid) or "", 0))
+        others.sort(key=lambda nodeid: -metric_counts.get(kind_of(nodeid, kinds) or "", 0))
     start = chunk = 0
     while start < len(others):
         size = max(1, (len(others) - start) // (4 * max(1, workers)))
@@ -101,11 +102,13 @@ def work_units(nodeids: Sequence[str], groups: dict[str, str], workers: int,
 
 
 def scheduler(config: pytest.Config, log: Any, groups: dict[str, str],
-              metric_counts: dict[str, int] | None = None) -> Any:
+              metric_counts: dict[str, int] | None = None,
+              kinds: KindRegistry | None = None) -> Any:
     """A ``LoadScopeScheduling`` whose scopes are :func:`work_units`."""
     from xdist.scheduler import LoadScopeScheduling
 
     ahead = max(2, get_config(config).concurrency)  # items kept waiting on each worker
+    known = kinds or builtin_registry()
 
     class SharedLibraryScheduling(LoadScopeScheduling):
         units: dict[str, str] | None = None
@@ -145,10 +148,10 @@ def scheduler(config: pytest.Config, log: Any, groups: dict[str, str],
         def _split_scope(self, nodeid: str) -> str:
             if self.units is None and self.collection:  # set before scopes are first asked
                 self.units = work_units(self.collection, groups, len(self.nodes),
-                                        metric_counts)
+                                        metric_counts, known)
             if self.units is not None and nodeid in self.units:
                 return self.units[nodeid]
-            group = group_of(nodeid, groups)
+            group = group_of(nodeid, groups, known)
             return nodeid if group is None else GROUP_PREFIX + group
 
     return SharedLibraryScheduling(config, log)
@@ -161,8 +164,9 @@ class WorkerGroups:
         kinds = list(kinds)
         self.groups = library_groups(kinds)
         self.metric_counts = {kind.name: len(kind.metrics) for kind in kinds}
+        self.kinds = KindRegistry({}, {kind.name: kind for kind in kinds})
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         if config.getoption("dist", None) != "load" or not self.groups:
             return None
-        return scheduler(config, log, self.groups, self.metric_counts)
+        return scheduler(config, log, self.groups, self.metric_counts, self.kinds)

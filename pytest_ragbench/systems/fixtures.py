@@ -481,9 +481,12 @@ def _prefetch_jobs(request: pytest.FixtureRequest, items: Sequence[pytest.Item]
 
 
 def _skips_without_asking(item: pytest.Item, system: System) -> bool:
-    """An sql item of a system that says it answers no SQL questions (kinds/sql/runner.py)."""
-    kind = getattr(getattr(item, "item_kind", None), "name", None)
-    return kind == "sql" and getattr(system, "answers_sql", True) is False
+    """True when the item's kind never asks this system (``ItemKind.asks``).
+
+    An sql item of a system that says it answers no SQL questions skips unasked.
+    """
+    kind = getattr(item, "item_kind", None)
+    return kind is not None and not kind.asks_system(system)
 
 
 # -- several named systems (--ragbench-systems) ------------------------------------------------

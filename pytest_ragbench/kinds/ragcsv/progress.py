@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from pytest_ragbench.kinds import registry
 from pytest_ragbench.results.records import REPORT_ATTRIBUTE
 
 RAGCSV_PASS = 75.0  # the RAGCSV pass mark, as report.aggregate.RAGCSV_PASS
@@ -68,15 +69,13 @@ class RagcsvProgress:
         self.started = time.monotonic()
         self.debug_shown = False
 
-    def _system(self, nodeid: str) -> str:
-        label = nodeid.rpartition("::")[2].partition("[")[2]
-        return next((s for s in self.systems if label.startswith(f"{s}-")), "")
-
     def _count(self, nodeids: list[str]) -> None:
+        kinds = registry(self.config)
         totals: dict[str, int] = {}
         for nodeid in nodeids:
-            if nodeid.rpartition("::")[2].startswith(f"{KIND}["):
-                key = self._system(nodeid)
+            found = kinds.parse_nodeid(nodeid, self.systems)
+            if found is not None and found.kind == KIND:
+                key = found.system or ""
                 totals[key] = totals.get(key, 0) + 1
         for key, total in totals.items():
             self.tallies.setdefault(key, Tally()).total = total

@@ -1,0 +1,93 @@
+"""No generic module names a built-in kind: a kind is whole in its own package.
+
+Collection, items, fixtures, the run machinery, aggregation, rendering, plugin.py and
+config/ learn about kinds from the registry (``pytest_ragbench.kinds``), never by name:
+a string literal equal to a built-in kind's name outside ``pytest_ragbench/kinds/`` fails
+this test unless the allow-list below says why it means something else there.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from pytest_ragbench.kinds import builtin_registry
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pytest_ragbench"
+KIND_NAMES = frozenset({"sql", "sql_ground_truth", "hybrid", "hybrid_ground_truth", "vector",
+                        "memory", "ragas", "beir", "ragcsv", "robust"})
+
+# (module under pytest_ragbench/, literal): why the literal is not the kind there.
+ALLOWED: dict[tuple[str, str], str] = {
+    ("systems/retrievers.py", "hybrid"): "the hybrid retriever (dense + BM25), a retriever mode",
+    ("systems/fixtures.py", "hybrid"): "the built-in system named after its hybrid retriever",
+    ("systems/qdrant/fixtures.py", "hybrid"): "Qdrant's hybrid search mode",
+    ("systems/qdrant/retriever.py", "hybrid"): "Qdrant's hybrid search mode",
+    ("systems/protocols.py", "sql"): "the Answer's sql field: the SQL the system ran",
+    ("systems/trace.py", "sql"): "the Answer's sql field: the SQL the system ran",
+    ("sql/engine.py", "memory"): "a query stopped for using too much memory",
+    ("metrics/relevance.py", "memory"): "the noun the relevance prompt names (a memory)",
+    ("datasets/sample.py", "ragas"): "the kind of the records the dataset builder writes: "
+                                     "a NormalizedSample is a ragas case by definition",
+    ("datasets/sources/__init__.py", "beir"): "the name of an input format of the builder",
+    ("datasets/sources/__init__.py", "ragcsv"): "the name of an input format of the builder",
+    ("datasets/sources/beir.py", "beir"): "the name of an input format of the builder",
+    ("datasets/sources/ragcsv.py", "ragcsv"): "the name of an input format of the builder",
+    ("datasets/sources/code.py", "sql"): "a code block's language tag",
+    ("datasets/sources/cases.py", "ragas"): "the builder turns the project's case files "
+                                            "into samples, reading each built-in kind's fields",
+    ("datasets/sources/cases.py", "vector"): "as above",
+    ("datasets/sources/cases.py", "hybrid"): "as above",
+    ("datasets/sources/cases.py", "sql"): "as above",
+    ("render/files.py", "ragas"): "a library whose version the report records",
+    # Report sections of the beir and ragcsv kinds, still written in results/ and render/:
+    # they move into the kinds through the report-sections hook, then these entries go.
+    ("render/files.py", "beir"): "the BEIR section of results.json (moving to the hook)",
+    ("render/html.py", "beir"): "the BEIR section of results.json (moving to the hook)",
+    ("render/terminal.py", "beir"): "the BEIR section of results.json (moving to the hook)",
+    ("render/terminal.py", "ragcsv"): "the RAGCSV section of results.json (moving to the hook)",
+    ("results/document.py", "beir"): "the BEIR section of results.json (moving to the hook)",
+    ("results/document.py", "ragcsv"): "the RAGCSV section of results.json (moving to the hook)",
+    ("results/aggregate.py", "ragcsv"): "the RAGCSV section of results.json (moving to the hook)",
+}
+
+
+def kind_literals(package: Path) -> dict[tuple[str, str], list[int]]:
+    """``{(module, literal): [line, ...]}`` for every built-in kind name outside kinds/."""
+    found: dict[tuple[str, str], list[int]] = {}
+    for path in sorted(package.rglob("*.py")):
+        module = path.relative_to(package).as_posix()
+        if module.startswith("kinds/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), module)):
+            if isinstance(node, ast.Constant) and node.value in KIND_NAMES:
+                found.setdefault((module, str(node.value)), []).append(node.lineno)
+    return found
+
+
+def test_the_names_checked_are_the_built_in_kinds() -> None:
+    registry = builtin_registry()
+    assert set(registry.item_kinds) | set(registry.case_kinds) == KIND_NAMES
+
+
+def test_no_generic_module_names_a_built_in_kind() -> None:
+    found = kind_literals(PACKAGE)
+    named = [f"pytest_ragbench/{module}:{lines[0]}: {literal!r}"
+             for (module, literal), lines in found.items() if (module, literal) not in ALLOWED]
+    assert named == [], ("a module outside pytest_ragbench/kinds/ names a built-in kind: ask "
+                         "the registry (pytest_ragbench.kinds) instead:\n" + "\n".join(named))
+    stale = sorted(set(ALLOWED) - set(found))
+    assert stale == [], f"allowed but no longer found (remove them from ALLOWED): {stale}"
+
+
+def test_the_check_finds_a_kind_name_outside_kinds(tmp_path: Path) -> None:
+    """A literal is found wherever it is (a default, a dict key, a comparison), not in kinds/."""
+    (tmp_path / "collect").mkdir()
+    (tmp_path / "collect" / "x.py").write_text(
+        'def f(kind="vector"):\n'
+        '    return {"ragcsv": 1}.get(kind) if kind == "beir" else "beir[x]"\n')
+    (tmp_path / "kinds" / "beir").mkdir(parents=True)
+    (tmp_path / "kinds" / "beir" / "collect.py").write_text('KIND = "beir"\n')
+    assert kind_literals(tmp_path) == {("collect/x.py", "vector"): [1],
+                                       ("collect/x.py", "ragcsv"): [2],
+                                       ("collect/x.py", "beir"): [2]}
