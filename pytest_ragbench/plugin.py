@@ -257,7 +257,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         found = registry(parent.config).file_reader(suffix)
         if found is None:
             return None  # the common case: decided without reading any file
-    if not _locations(parent.config).is_case_file(file_path):
+    own_format = found is not None and found[1].detect is not None \
+        and found[1].detects(file_path)
+    if not _locations(parent.config).is_case_file(file_path, own_format):
         return None
     if found is not None and not _reader_on(parent.config, found[0]):
         _left_out(parent.config, found[1], file_path)

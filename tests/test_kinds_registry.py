@@ -309,3 +309,49 @@ def test_item_kind_takes_keyword_arguments_and_the_old_run_name_imports() -> Non
         ItemKind("quiz", "vector", "x:run")  # type: ignore[call-arg]
     assert ItemKind(name="quiz", case_kind="vector", runner="x:run").case_kind == "vector"
     assert RunContext is ItemRun
+
+
+QUIZ_FORMAT = '''
+import pytest
+from pytest_ragbench.cases.model import CustomCase
+from pytest_ragbench.collect.items import CaseItem
+from pytest_ragbench.kinds import (AS_GIVEN, CaseKind, FormatReader, ItemKind, Outcome,
+                                   registry)
+
+
+class QuizFile(pytest.File):
+    holds_only_ragbench_items = True
+
+    def collect(self):
+        kind = registry(self.config).item_kinds["quiz"]
+        for number, line in enumerate(self.path.read_text().splitlines(), start=1):
+            question, _, answer = line.partition("=")
+            case = CustomCase(id=f"q{number}", kind="quiz", file=str(self.path), line=number,
+                              fields={"question": question, "answer": answer})
+            yield CaseItem.create(self, case, kind)
+
+
+def run(case, item):
+    return Outcome(metrics={"exact_match": float(case.answer.strip() == "4")})
+
+
+def pytest_ragbench_item_kinds(config):
+    return [CaseKind("quiz", None),
+            ItemKind(name="quiz", case_kind="quiz", runner=run, metrics=("exact_match",),
+                     thresholds={"exact_match": 1.0}, answers=AS_GIVEN,
+                     reader=FormatReader(noun="quiz file", collector=QuizFile,
+                                         suffix=".txt",
+                                         detect=lambda path: path.name.endswith(".quiz.txt")))]
+'''
+
+
+def test_a_conftest_kind_brings_its_own_file_format(pytester: pytest.Pytester) -> None:
+    """plugin.py asks the registered kinds for a collector: none is named in the package."""
+    project = RagbenchProject(pytester).conftest(QUIZ_FORMAT)
+    project.cases("sums.quiz.txt", "2+2=4\n2+3=6\n")
+    project.cases("notes.txt", "2+2=5\n")  # not detected as the format: not collected
+    result = project.runpytest("--ragbench", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*sums.quiz.txt::quiz[[]q2[]]*"])
+    without = project.runpytest("-p", "no:cacheprovider")  # an evaluating kind: --ragbench only
+    without.assert_outcomes()

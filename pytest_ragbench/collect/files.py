@@ -33,13 +33,17 @@ class CaseLocations:
     cli_dirs: tuple[Path, ...]        # folders named on the command line
     ragcsv_files: tuple[Path, ...]    # ini ragbench_ragcsv
 
-    def is_case_file(self, path: Path) -> bool:
-        """True when ``path`` should be read as a case file."""
+    def is_case_file(self, path: Path, own_format: bool = False) -> bool:
+        """True when ``path`` should be read as a case file.
+
+        ``own_format``: the file is surely in the format of a kind that reads its own
+        (``FormatReader.detects``), so its suffix alone does not rule it out.
+        """
         name = path.name
         is_data = path.suffix in DATA_SUFFIXES
         is_ragcsv = name.endswith(RAGCSV_SUFFIX) or (
             path.suffix == ".csv" and path.resolve() in self.ragcsv_files)
-        if not (is_data or is_ragcsv or name.endswith(PYTHON_CASES)):
+        if not (is_data or is_ragcsv or own_format or name.endswith(PYTHON_CASES)):
             return False
         if in_beir_folder(path):
             return False  # a BEIR folder is collected as a whole

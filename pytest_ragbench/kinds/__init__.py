@@ -306,9 +306,9 @@ class KindRegistry:
 
 _SQL_FIXTURES = ("ragbench_config", "ragbench_db", "ragbench_databases")
 _SYSTEM_FIXTURES = ("ragbench_config", "ragbench_system", "ragbench_embedder", "ragbench_judge")
-# Items that import rouge-score with nltk (1.3 s of CPU; python -X importtime) and, with a
-# judge, ragas (2.5 s more with datasets, pandas and openai): under -n N they share one
-# worker (run/worker_groups.py).
+# Items that import rouge-score with nltk and, with a judge, ragas (with datasets, pandas
+# and openai; the README gives the import cost): under -n N they share one worker
+# (run/worker_groups.py).
 _RAGAS = ("ragas", "rouge-score")
 _SOURCES = ("source_hit@k", "source_recall@k", "source_mrr", "source_ndcg@k",
             "id_context_precision", "id_context_recall")

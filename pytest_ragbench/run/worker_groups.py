@@ -1,12 +1,12 @@
 """Under ``-n N``, items whose kinds load the same slow library run on one xdist worker.
 
 With xdist's default ``--dist load`` every worker gets items of every kind, so every
-worker imports rouge-score with nltk (1.3 s of CPU), with a judge ragas (2.5 s more),
-and the rest. On two cores that duplicated start-up is most of a warm bundled run, so
-``-n 2`` was slower than serial, 1.4 times on a machine with another busy process
-(issue 20). This scheduler is xdist's ``LoadScopeScheduling`` with one scope per group of
-kinds that share a library (:attr:`ItemKind.loads <pytest_ragbench.kinds.ItemKind.loads>`,
-joined transitively): such a group goes to one worker as one unit.
+worker imports rouge-score with nltk, with a judge ragas, and the rest. On two cores that
+duplicated start-up is most of a warm bundled run, so ``-n 2`` was slower than serial
+(the README's "Running in parallel" gives the import costs). This scheduler is xdist's
+``LoadScopeScheduling`` with one scope per group of kinds that share a library
+(:attr:`ItemKind.loads <pytest_ragbench.kinds.ItemKind.loads>`, joined transitively): such
+a group goes to one worker as one unit.
 
 The other items are cut into chunks that shrink as the items run out (each a quarter of
 a worker's share of what is left, as ``--dist load`` sizes its batches), so that both
