@@ -83,7 +83,8 @@ class VerifyReporter:
 
 def _verify(args: argparse.Namespace) -> int:
     reporter = VerifyReporter(f"{args.kind}_ground_truth", write_report=bool(args.report))
-    pytest_args = [*args.paths, "-p", "no:cacheprovider", "-q"]
+    # Generated drafts are verified too: checking them is part of reviewing them.
+    pytest_args = [*args.paths, "-p", "no:cacheprovider", "-q", "--ragbench-drafts"]
     if args.db_url:
         pytest_args += ["--ragbench-db-url", args.db_url]
     if args.report:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_ragbench.config import options
 from pytest_ragbench.config.settings import get_config
 from pytest_ragbench.errors import CaseError
 from pytest_ragbench.kinds import registry
@@ -155,7 +156,15 @@ class CaseFile(pytest.File):
         settings = get_config(self.config)
         first_seen: dict[str, Case] = {}
         entries: list[tuple[int, pytest.Item]] = []
+        drafts = bool(options.value(self.config, "ragbench_drafts"))
         for case in result.cases:
+            if case.review == "rejected" or (case.review == "draft" and not drafts):
+                # Generated cases a person has not accepted: see README "Generating cases".
+                # lazy: kept out of a plain pytest run
+                from pytest_ragbench.collect.selection import note_not_collected
+
+                note_not_collected(self.config, f"{case.review} case")
+                continue
             first = first_seen.setdefault(case.id, case)
             if first is not case:
                 error = CaseError(f"duplicate id {case.id!r}: first defined on line "

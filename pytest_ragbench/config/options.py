@@ -105,6 +105,9 @@ OPTIONS: tuple[Option, ...] = (
            "(ttft_ms) and mean gap between chunks (itl_ms): the --ragbench-llm-url generator "
            "streams, a system with astream(question, history=None) is asked through it",
            type="bool", default=False, action="store_true"),
+    Option("--ragbench-drafts", "also run generated cases still marked 'review: draft' "
+           "(accepted and hand-written cases always run, rejected ones never)",
+           type="bool", default=False, action="store_true"),
     # -- interrupted runs (issue 17) --
     Option("--ragbench-resume", "continue the newest interrupted run of the report directory: "
            "its finished items are kept and not run again, the report covers the whole run",

@@ -42,7 +42,8 @@ VERIFICATION = "verification"
 EVALUATION = "evaluation"
 ANY_CASE_KIND = "*"  # an item kind made from cases of several kinds
 # Fields every case has, whatever its kind (a kind's schema may not redefine them).
-COMMON_FIELDS = ("id", "kind", "category", "tags", "thresholds", "cluster", "human")
+COMMON_FIELDS = ("id", "kind", "category", "tags", "thresholds", "cluster", "human",
+                 "provenance", "review")
 
 
 def _resolve(reference: Any) -> Any:
