@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.datasets import command as dataset_cli
+from pytest_ragbench.datasets.generate import command as generate_cli
 
 VERIFY_KINDS = ("sql", "hybrid")
 
@@ -129,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="further arguments passed to pytest (e.g. -p myplugin)")
     metrics.set_defaults(func=_metrics)
     dataset_cli.register(commands)
+    generate_cli.register(commands)
     return parser
 
 
