@@ -92,6 +92,7 @@ def generate(args: argparse.Namespace) -> Generated:
     if args.n < 1:
         raise GenerateError("--n must be at least 1")
     if source == "sql":
+        # lazy: each source's generator is loaded only when that source is asked for
         from pytest_ragbench.datasets.generate.sql import generate_sql
 
         url = args.source_path
@@ -99,6 +100,7 @@ def generate(args: argparse.Namespace) -> Generated:
             url = f"sqlite:///{Path(url).as_posix()}"  # as given: relative stays relative
         return generate_sql(url, args.n, args.seed)
     if source == "logs":
+        # lazy: each source's generator is loaded only when that source is asked for
         from pytest_ragbench.datasets.generate.logs import generate_logs
 
         return generate_logs(Path(args.source_path), args.n, args.seed)
