@@ -104,7 +104,12 @@ def generate(args: argparse.Namespace) -> Generated:
         from pytest_ragbench.datasets.generate.logs import generate_logs
 
         return generate_logs(Path(args.source_path), args.n, args.seed)
-    raise GenerateError(f"source {source!r} is not supported yet")
+    if source == "tables":
+        # lazy: each source's generator is loaded only when that source is asked for
+        from pytest_ragbench.datasets.generate.tables import generate_tables
+
+        return generate_tables(Path(args.source_path), args.n, args.seed)
+    raise GenerateError(f"source {source!r} is not supported yet (sql, logs and tables are)")
 
 
 def run_generate(args: argparse.Namespace) -> int:
