@@ -12,7 +12,7 @@ One JSON object per line (what :mod:`pytest_ragbench.monitor` writes)::
      "metadata": {...}}                                  optional
 
 A retrieved entry may also be a plain string (its content). A score missing from an entry
-is read from its ``metadata.score`` when there. ``user_feedback``: true/false is a thumbs
+(or id) is read from its ``metadata.score`` (``metadata.id``) when there. ``user_feedback``: true/false is a thumbs
 up/down (1/0), a number is already in [0, 1], a rating is scaled to [0, 1] as
 ``(rating - 1) / (scale - 1)``. User ids are hashed as soon as they are read.
 
@@ -130,6 +130,8 @@ def retrieved_entry(entry: Any, where: str) -> Retrieved:
     if score is not None and not _number(score):
         raise ValueError(f"{where}: \"score\" must be a finite number, not {score!r}")
     ident = entry.get("id")
+    if ident is None and isinstance(metadata, Mapping):
+        ident = metadata.get("id")
     return Retrieved(content, None if score is None else float(score),
                      None if ident is None else str(ident))
 
