@@ -85,9 +85,8 @@ class TracedApp:
     def ask(self, question: str, hits: list[tuple[str, float]], answer: str,
             when: dt.datetime, user: str, feedback: bool | None = None) -> str:
         """Run the chain once at ``when`` (the retriever returns ``hits``)."""
-        from openinference.instrumentation import using_attributes
-
         import time_machine
+        from openinference.instrumentation import using_attributes
 
         self.next_hits = hits
         self.llm.responses = [answer]
