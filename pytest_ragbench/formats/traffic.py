@@ -14,7 +14,8 @@ One JSON object per line (what :mod:`pytest_ragbench.monitor` writes)::
 A retrieved entry may also be a plain string (its content). A score (or id) missing from
 an entry is read from its ``metadata.score`` (``metadata.id``) when there.
 ``user_feedback``: true/false is a thumbs up/down (1/0), a number is already in [0, 1], a
-rating is scaled to [0, 1] as ``(rating - 1) / (scale - 1)``. User ids are hashed as soon as they are read.
+rating is scaled to [0, 1] as ``(rating - 1) / (scale - 1)``. User ids are hashed as soon
+as they are read.
 
 Reading streams: :func:`read_traffic` yields one :class:`Interaction` (or one
 :class:`~pytest_ragbench.errors.CaseError` naming the file, line and field) per line.
