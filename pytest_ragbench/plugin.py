@@ -227,6 +227,8 @@ def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     """Return a case-file collector for files that hold cases."""
     suffix = file_path.suffix
+    if suffix == ".jsonl" and file_path.name.endswith((".traffic.jsonl", ".otlp.jsonl")):
+        return _traffic_file(file_path, parent)
     if suffix not in (".yaml", ".yml", ".json", ".jsonl", ".py", ".csv"):
         return None  # the common case: decided without importing anything
     if suffix == ".py" and not file_path.name.endswith("_test_cases.py"):
@@ -247,6 +249,24 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if suffix == ".csv":
         return RagcsvFile.from_parent(parent, path=file_path)
     return CaseFile.from_parent(parent, path=file_path)
+
+
+def _traffic_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """Logged traffic: evaluation items, from the case paths or ini ``ragbench_traffic``."""
+    listed = file_path.resolve() in get_config(parent.config).traffic_files
+    if not (listed or _locations(parent.config).is_case_file(file_path)):
+        return None
+    if not _kind_enabled(parent.config, "traffic"):
+        if not get_config(parent.config).evaluate:
+            from pytest_ragbench.collect.selection import note_not_collected
+
+            note_not_collected(parent.config, "traffic file")
+        return None
+    if _seen(parent.config).skip_file(file_path):
+        return None
+    from pytest_ragbench.kinds.traffic.collect import TrafficFile
+
+    return TrafficFile.from_parent(parent, path=file_path)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -300,6 +320,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
+    sample = get_config(config).sample
+    if sample:  # the judged traffic sample, drawn from every traffic item
+        from pytest_ragbench.kinds.traffic.sampling import choose
+
+        choose(config, items, sample)
     finished = config.stash.get(KEPT_KEY, frozenset())
     if finished:
         done = [item for item in items if item.nodeid in finished]

@@ -20,6 +20,8 @@ from pytest_ragbench.replies import DEFAULT_MAX_REPLY_BYTES
 if TYPE_CHECKING:
     from pytest_ragbench.config.setting_files import SettingsFile, SettingsTree
 
+FAIL_ON = ("regression", "drift", "critical")
+WINDOWS = ("day", "week", "month")  # stats/traffic.py
 PERTURBATION_KINDS = ("typos", "drop", "double", "case", "whitespace", "punctuation",
                       "filler", "synonyms", "injection")
 
@@ -47,7 +49,7 @@ class RagbenchConfig:
     report_dir: Path = Path(".ragbench")
     save: str | None = None
     compare: str | None = None
-    fail_on: str | None = None
+    fail_on: str | None = None  # comma-separated: regression, drift, critical
     gate: str = "mean"
     breakdown: tuple[str, ...] = ("category", "doc_type", "question_type", "difficulty")
     robustness: bool = False
@@ -75,6 +77,11 @@ class RagbenchConfig:
     limit: int | None = None
     max_tokens: int | None = None
     ragcsv_debug: bool = False
+    # Production traffic (README "Production traffic")
+    traffic_files: tuple[Path, ...] = ()
+    window: str = "week"
+    sample: int | None = None
+    redact: tuple[str, ...] = ()
     # -- bounds on outside calls (issue 17) --
     timeout_s: float = 60.0      # one model / vector-database request
     retries: int = 4             # its retries
@@ -123,6 +130,10 @@ class RagbenchConfig:
 
             return finite_numbers(self.thresholds, "thresholds")
         return self.settings_tree.thresholds_for(Path(path))
+
+    def fails_on(self, reason: str) -> bool:
+        """True when ``--ragbench-fail-on`` names ``reason`` (regression, drift, critical)."""
+        return reason in _csv(self.fail_on)
 
     def public_dict(self) -> dict[str, Any]:
         """Return a JSON-safe view for reports (URLs with credentials and secrets masked).
@@ -339,9 +350,21 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         raise ConfigError(f"--ragbench-gate must be 'mean' or 'ci-lower', got {gate!r}"
                           f"{did_you_mean(gate, ('mean', 'ci-lower'))}")
     fail_on = options.value(config, "ragbench_fail_on") or None
-    if fail_on not in (None, "regression"):
-        raise ConfigError(f"--ragbench-fail-on must be 'regression', got {fail_on!r}"
-                          f"{did_you_mean(fail_on, ('regression',))}")
+    for reason in _csv(fail_on):
+        if reason not in FAIL_ON:
+            raise ConfigError(f"--ragbench-fail-on takes {', '.join(FAIL_ON)} (comma-separated),"
+                              f" got {reason!r}{did_you_mean(reason, FAIL_ON)}")
+    window = str(config.getini("ragbench_window") or "week").strip()
+    if window not in WINDOWS:
+        raise ConfigError(f"ini ragbench_window must be one of {', '.join(WINDOWS)}, got "
+                          f"{window!r}{did_you_mean(window, WINDOWS)}")
+    redact = tuple(config.getini("ragbench_redact"))
+    for pattern in redact:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"ini ragbench_redact: {pattern!r} is not a regular expression:"
+                              f" {exc}") from None
     perturb = tuple(dict.fromkeys(_csv(options.value(config, "ragbench_perturb")))) \
         or PERTURBATION_KINDS
     unknown = [p for p in perturb if p not in PERTURBATION_KINDS]
@@ -395,6 +418,11 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         max_tokens=_optional_int("--ragbench-max-tokens",
                                  env_setting(config, "ragbench_max_tokens")),
         ragcsv_debug=bool(env_setting(config, "ragcsv_debug")),
+        traffic_files=tuple((rootpath / p).resolve()
+                            for p in config.getini("ragbench_traffic")),
+        window=window,
+        sample=_optional_int("--ragbench-sample", options.value(config, "ragbench_sample")),
+        redact=redact,
         timeout_s=_seconds("--ragbench-timeout", options.value(config, "ragbench_timeout")),
         retries=_int("--ragbench-retries", options.value(config, "ragbench_retries"), minimum=0),
         sql_timeout_s=_seconds("ragbench_sql_timeout", config.getini("ragbench_sql_timeout")),

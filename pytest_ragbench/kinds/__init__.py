@@ -247,6 +247,8 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
     CaseKind("beir", None, f"{_CASES}.model:BeirCase", breakdown=("dataset",),
              description="a judged query of a BEIR folder"),
     CaseKind("ragcsv", None, f"{_CASES}.model:RagcsvCase", description="a row of a RAGCSV file"),
+    CaseKind("traffic", None, "pytest_ragbench.kinds.traffic.case:TrafficCase",
+             breakdown=("window",), description="a logged interaction of a deployed app"),
     # Item thresholds: the rule each default states is in the comment beside it; what the
     # embedded default system measured against them is in test_cases/ragbench.toml. The
     # answer kinds (hybrid, vector, ragas, ragcsv) also require every one of a case's
@@ -311,6 +313,13 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              "graded answer accuracy on a RAGCSV row", EVALUATION,
              ("ragbench_config", "ragbench_llm", "ragbench_judge"),
              ("accuracy", "total_time_ms", *_STREAM, _FACTS), {_FACTS: 1.0}),
+    # Logged interactions are scored as they were logged, never failed per item: gate the
+    # means, watch the windows (drift) and set [triggers] (README "Production traffic").
+    ItemKind("traffic", "traffic", "pytest_ragbench.kinds.traffic.runner:run",
+             "a deployed app's logged interaction, without a reference", EVALUATION,
+             ("ragbench_config",),
+             ("retrieved_count", "no_results", "top_similarity", "mean_similarity",
+              "user_feedback", "latency_ms", "declined", *_JUDGED, "judge_relevance"), {}),
     # robust[<case kind>-<id>], made by robust.collect for the case kinds it perturbs. The
     # thresholds bound each perturbed question's properties, set by what they mean: RBO 0.5
     # (p = 0.9, top 5) keeps the top 2 with the other 3 replaced (0.54) and fails when only

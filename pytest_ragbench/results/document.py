@@ -86,7 +86,7 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
                             calibrated(c)) for g, c in checks]
     failures = calibration.failure_lines(labels)
     failures += [gates.gate_line(v) for v in verdicts if v["passed"] is False]
-    if settings.fail_on == "regression" and baseline is not None:
+    if settings.fails_on("regression") and baseline is not None:
         failures += [gates.regression_line(c, baseline.label) for c in found_regressions]
     judge_part = judging.section(records, settings)
     failures += judge_part["failures"]  # too many unscored judged items fail like a gate

@@ -397,7 +397,7 @@ class RagbenchSession:
 
     def _report_checks(self, session: pytest.Session, document: dict[str, Any]) -> None:
         testcases.emit(session, document, self.settings.report_dir / "results.json",
-                       gated=self.settings.fail_on == "regression", problems=self.problems)
+                       gated=self.settings.fails_on("regression"), problems=self.problems)
 
     def _guard(self, part: str, action: Callable[[], T]) -> T | None:
         """Run one part of the report; a failure becomes a problem line naming the part."""
