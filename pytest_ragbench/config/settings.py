@@ -61,6 +61,7 @@ class RagbenchConfig:
     # own layering of ragbench.toml files on top: thresholds_for().
     thresholds: dict[str, Any] = field(default_factory=dict)
     gates: dict[str, float] = field(default_factory=dict)  # the session's, every file merged
+    triggers: dict[str, dict[str, Any]] = field(default_factory=dict)  # [triggers], merged
     # The k of source_hit@k and friends for a system that does not say its top_k (ini
     # ragbench_k); also the number of contexts the built-in systems retrieve.
     k: int | None = None
@@ -312,7 +313,10 @@ def load_settings_files(config: pytest.Config, paths: Sequence[Path], discover: 
     origin = {f"gates:{name}": str(path) for name, path in gate_origin.items()}
     for one in [base, *in_play]:
         origin.update({f"thresholds:{name}": str(one.path) for name in one.thresholds})
+    triggers = {name: rule for one in sorted([base, *in_play], key=lambda f: len(f.folder.parts))
+                for name, rule in one.triggers.items()}  # the deepest file's rule wins
     return {"thresholds": dict(base.thresholds), "gates": gates, "files": origin,
+            "triggers": triggers,
             "toml_files": tuple(in_play), "tree": tree}
 
 
@@ -409,6 +413,7 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         corpus_paths=tuple(p.resolve() for p in corpus),
         thresholds=settings["thresholds"],
         gates=settings["gates"],
+        triggers=settings["triggers"],
         k=_optional_int("ragbench_k", config.getini("ragbench_k")),
         gate_min_n=_int("ragbench_gate_min_n", config.getini("ragbench_gate_min_n") or 5),
         cluster_by=str(config.getini("ragbench_cluster_by") or "").strip() or None,

@@ -530,7 +530,31 @@ def other_sections(document: dict[str, Any]) -> str:
         parts.append(f"<h2>BEIR {esc(dataset)}</h2>" + table(["system", "queries", *names],
                                                              rows))
     parts.append(robustness.html(document))
+    parts.append(traffic_html(document))
     return "".join(p for p in parts if p)
+
+
+def traffic_html(document: dict[str, Any]) -> str:
+    """The traffic windows: a table, the time plot with interval bands, the drift found."""
+    from pytest_ragbench.kinds.traffic import report as traffic_report
+
+    traffic = document.get("traffic")
+    if not traffic:
+        return ""
+    header, rows = traffic_report.window_rows(traffic)
+    drift = "".join(f"<li>{esc(traffic_report.drift_line(c))}</li>" for c in traffic["drift"])
+    return (f"<h2 id=traffic>Traffic by {esc(traffic['window'])}</h2>"
+            + table(header, rows) + plots.window_plot(traffic)
+            + (f"<p>drift (Welch, Holm within each window pair):</p><ul>{drift}</ul>"
+               if drift else f"<p>drift: none significant ({traffic['tested']} tests)</p>"))
+
+
+def trigger_section(document: dict[str, Any]) -> str:
+    """Raised [triggers] alarms, at the top of the page."""
+    from pytest_ragbench.kinds.traffic.report import trigger_lines
+
+    lines = trigger_lines(document.get("traffic"))
+    return "".join(f"<p class=problem>{esc(line)}</p>" for line in lines)
 
 
 def run_section(document: dict[str, Any]) -> str:
@@ -554,6 +578,7 @@ def render(document: dict[str, Any], problems: list[str] | None = None,
         values = plots.item_values(document)
     except Exception as exc:  # the tables and plots then go without item values
         problems.append(f"report.html: reading the item values failed ({type(exc).__name__})")
+    page.add("the triggers", lambda: trigger_section(document))
     page.add("the verdict", lambda: verdict_section(document))
     page.add("the judge section", lambda: judge_section(document))
     page.add("the gates", lambda: gates_section(document))
@@ -562,7 +587,7 @@ def render(document: dict[str, Any], problems: list[str] | None = None,
     page.add("the plots", lambda: plots_section(document, values, page, plots_ahead))
     page.add("the items", lambda: drilldown.section(document))
     page.add("the components", lambda: components_section(document))
-    page.add("RAGCSV, BEIR and robustness", lambda: other_sections(document))
+    page.add("RAGCSV, BEIR, robustness and traffic", lambda: other_sections(document))
     page.add("the run details", lambda: run_section(document))
     body = "\n".join(p for p in page.parts if p)
     top = Page(problems)

@@ -428,9 +428,22 @@ PARTS: tuple[tuple[str, Callable[[dict[str, Any]], list[str]]], ...] = (
     ("the breakdowns", breakdown_lines),
     ("the robustness table", lambda d: _robustness_lines(d)),
     ("the RAGCSV blocks", ragcsv_lines), ("the BEIR tables", beir_lines),
+    ("the traffic windows", lambda d: _traffic_lines(d)),
     ("the usage tables", usage_lines), ("the components", components_lines),
     ("the comparisons", comparison_lines), ("the gates", gate_lines),
     ("the verdict", verdict_lines))
+
+
+def _traffic_lines(document: dict[str, Any]) -> list[str]:
+    from pytest_ragbench.kinds.traffic.report import terminal_lines
+
+    return terminal_lines(document.get("traffic"))
+
+
+def _trigger_lines(document: dict[str, Any]) -> list[str]:
+    from pytest_ragbench.kinds.traffic.report import trigger_lines
+
+    return trigger_lines(document.get("traffic"))
 
 
 def _judging_lines(document: dict[str, Any]) -> list[str]:
@@ -453,7 +466,7 @@ def render(document: dict[str, Any], written: Sequence[Path], report_dir: Path |
     printed.
     """
     lines: list[str] = []
-    for name, part in (("the coverage line", coverage_lines),
+    for name, part in (("the triggers", _trigger_lines), ("the coverage line", coverage_lines),
                        ("the partial-run line", interrupted_lines), *PARTS):
         try:
             produced = part(document)

@@ -4,6 +4,7 @@ Keys: ``schema_version``, ``run``, ``config``, ``metrics``, ``breakdowns``, ``co
 ``items`` (README "The report and CI"), plus ``not_compared`` (metrics a comparison could
 not pair, with the reason), ``counts``, ``components``,
 ``power_analysis``, ``usage``, ``timing``, ``ragcsv``, ``beir``, ``robustness``,
+``traffic`` and ``triggers`` (kinds/traffic/report.py),
 ``judge`` (judged metrics: unscored counts, self-consistency, inconclusive items;
 :mod:`.judging`), ``judge_calibration``
 and ``judge_labels`` (results/calibration.py), ``baseline``, ``gates``, ``regressions``,
@@ -20,6 +21,7 @@ from pytest_ragbench.cases.labels import LabelFile
 from pytest_ragbench.config.settings import RagbenchConfig
 from pytest_ragbench.kinds.beir import report as beir
 from pytest_ragbench.kinds.robust import report as robustness
+from pytest_ragbench.kinds.traffic import report as traffic
 from pytest_ragbench.redact import scrub_data
 from pytest_ragbench.results import (
     aggregate,
@@ -90,6 +92,9 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
         failures += [gates.regression_line(c, baseline.label) for c in found_regressions]
     judge_part = judging.section(records, settings)
     failures += judge_part["failures"]  # too many unscored judged items fail like a gate
+    traffic_part = traffic.section(records, settings)
+    if traffic_part:  # --ragbench-fail-on drift / critical
+        failures += traffic_part["failures"]
     document = {
         "schema_version": SCHEMA_VERSION,
         "run": run,
@@ -106,6 +111,8 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
         "ragcsv": aggregate.ragcsv_section(records, systems),
         "beir": beir.section(beir_runs),
         "robustness": robustness.section(records, systems),
+        "traffic": traffic_part,
+        "triggers": traffic_part["triggers"] if traffic_part else [],
         "judge": judge_part,
         "judge_calibration": calibration.section(records, systems, matching),
         "judge_labels": calibration.labels_section(labels, matching),
