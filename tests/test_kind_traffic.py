@@ -154,3 +154,36 @@ def test_a_bad_window_or_trigger_is_a_clear_error(project: RagbenchProject) -> N
     result = project.run("--ragbench", "-p", "no:cacheprovider", "-q")
     assert result.ret != 0
     assert "give exactly one of below/above" in result.stderr.str() + result.stdout.str()
+
+
+def test_a_sample_is_judged_and_estimated_for_the_whole_traffic(
+        project: RagbenchProject) -> None:
+    """--ragbench-sample 9 over three weeks of 20: 3 judged per week, the rest not asked."""
+    from pytest_ragbench.testing import LoopbackServer
+    from tests.scripted_judge import ScriptedJudge
+
+    _log_weeks(project.cases_dir() / "app.traffic.jsonl", 20, drop=False, seed=6)
+    with LoopbackServer(ScriptedJudge(supported="manual", grade=7)) as judge:
+        result = project.runpytest_subprocess(
+            "--ragbench", "-q", "-p", "no:cacheprovider", "--ragbench-judge-url", judge.url,
+            "--ragbench-sample", "9")
+        asked = {q for r in judge.requests for m in r.get("messages", [])
+                 for q in [m.get("content", "")] if "question " in q}
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    items = project.items_by_name()
+    judged = {name: item for name, item in items.items()
+              if "judge_relevance" in item["metrics"] or "judge_relevance" in item["unscored"]}
+    assert len(judged) == 9
+    windows = [item["evidence"]["window"] for item in judged.values()]
+    assert sorted(set(windows)) == ["2026-W45", "2026-W46", "2026-W47"]
+    assert all(windows.count(w) == 3 for w in set(windows))
+    not_judged = [item["evidence"]["query"] for name, item in items.items()
+                  if name not in judged]
+    assert not any(query in text for query in not_judged for text in asked)
+    traffic = project.results()["traffic"]
+    assert traffic["sample"]["judged"] == 9
+    relevance = traffic["overall"]["judge_relevance"]
+    answered = sum(1 for item in items.values() if "declined" in item["metrics"])
+    assert relevance["n"] == 9 and relevance["population"] == answered == 60
+    week = traffic["windows"][0]["metrics"]["judge_relevance"]
+    assert week["n"] == 3 and week["population"] == 20
