@@ -256,8 +256,8 @@ def test_a_misspelt_threshold_or_gate_stops_the_session(
 
 
 @pytest.mark.parametrize(("flag", "message"), [
-    ("--ragbench-fail-on=regresion", "--ragbench-fail-on must be 'regression', got "
-     "'regresion' (did you mean 'regression'?)"),
+    ("--ragbench-fail-on=regresion", "--ragbench-fail-on takes regression, drift, critical "
+     "(comma-separated), got 'regresion' (did you mean 'regression'?)"),
     ("--ragbench-gate=ci_lower", "--ragbench-gate must be 'mean' or 'ci-lower', got "
      "'ci_lower' (did you mean 'ci-lower'?)"),
 ])

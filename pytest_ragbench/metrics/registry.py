@@ -400,7 +400,7 @@ BUILTIN: tuple[MetricSpec, ...] = (
     _spec("mean_similarity", "retrieval", "mean similarity score of the passages the app "
           "retrieved (logged scores)", ("scores",), low=-INF, high=INF),
     _spec("user_feedback", "answer", "the user's feedback: thumbs up 1, down 0, ratings "
-          "scaled to [0, 1] (logged)", ()),
+          "scaled to [0, 1] (logged)", ("texts",)),
     _spec("latency_ms", "timing", "milliseconds the app took to answer (logged)", ("time",),
           high=INF, direction="lower"),
     # Timings.

@@ -29,6 +29,7 @@ from html import escape
 from typing import Any
 
 from pytest_ragbench.kinds.robust import report as robustness
+from pytest_ragbench.kinds.traffic import report as traffic_report
 from pytest_ragbench.render import drilldown, plots, terminal
 from pytest_ragbench.results import coverage, stages
 from pytest_ragbench.results import verdict as verdict_mod
@@ -536,8 +537,6 @@ def other_sections(document: dict[str, Any]) -> str:
 
 def traffic_html(document: dict[str, Any]) -> str:
     """The traffic windows: a table, the time plot with interval bands, the drift found."""
-    from pytest_ragbench.kinds.traffic import report as traffic_report
-
     traffic = document.get("traffic")
     if not traffic:
         return ""
@@ -551,9 +550,7 @@ def traffic_html(document: dict[str, Any]) -> str:
 
 def trigger_section(document: dict[str, Any]) -> str:
     """Raised [triggers] alarms, at the top of the page."""
-    from pytest_ragbench.kinds.traffic.report import trigger_lines
-
-    lines = trigger_lines(document.get("traffic"))
+    lines = traffic_report.trigger_lines(document.get("traffic"))
     return "".join(f"<p class=problem>{esc(line)}</p>" for line in lines)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.kinds.robust import report as robustness
+from pytest_ragbench.kinds.traffic import report as traffic_report
 from pytest_ragbench.render.text import (
     effect,
     interval,
@@ -435,15 +436,11 @@ PARTS: tuple[tuple[str, Callable[[dict[str, Any]], list[str]]], ...] = (
 
 
 def _traffic_lines(document: dict[str, Any]) -> list[str]:
-    from pytest_ragbench.kinds.traffic.report import terminal_lines
-
-    return terminal_lines(document.get("traffic"))
+    return traffic_report.terminal_lines(document.get("traffic"))
 
 
 def _trigger_lines(document: dict[str, Any]) -> list[str]:
-    from pytest_ragbench.kinds.traffic.report import trigger_lines
-
-    return trigger_lines(document.get("traffic"))
+    return traffic_report.trigger_lines(document.get("traffic"))
 
 
 def _judging_lines(document: dict[str, Any]) -> list[str]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_ragbench.collect.files import safe_label
 from pytest_ragbench.config.settings import get_config
 from pytest_ragbench.errors import CaseError
 from pytest_ragbench.kinds import registry
@@ -23,8 +24,6 @@ def is_traffic_file(path: Path) -> bool:
 
 def traffic_stem(path: Path) -> str:
     """``app`` for ``app.traffic.jsonl`` and ``app.otlp.jsonl``."""
-    from pytest_ragbench.collect.files import safe_label
-
     name = path.name
     for suffix in (TRAFFIC_SUFFIX, OTLP_SUFFIX, ".jsonl"):
         if name.endswith(suffix):

@@ -23,6 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.errors import CaseError
+from pytest_ragbench.formats.otlp import read_otlp
+from pytest_ragbench.formats.traffic import read_traffic
+from pytest_ragbench.kinds.traffic.case import Redactor
+from pytest_ragbench.kinds.traffic.collect import OTLP_SUFFIX, traffic_stem
 
 DEFAULT_METRICS = ("faithfulness", "answer_relevancy", "judge_relevance")
 
@@ -53,10 +57,6 @@ def register(commands: Any) -> None:
 
 def _interactions(paths: list[Path]) -> Iterator[tuple[str, Any]]:
     """(file stem, interaction) for each readable interaction; errors go to stderr."""
-    from pytest_ragbench.formats.otlp import read_otlp
-    from pytest_ragbench.formats.traffic import read_traffic
-    from pytest_ragbench.kinds.traffic.collect import OTLP_SUFFIX, traffic_stem
-
     for path in paths:
         read = read_otlp if path.name.endswith(OTLP_SUFFIX) else read_traffic
         for entry in read(path):
@@ -68,7 +68,6 @@ def _interactions(paths: list[Path]) -> Iterator[tuple[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     """Draw the sample and write it; 2 when nothing could be read or an argument is bad."""
-    from pytest_ragbench.kinds.traffic.case import Redactor
     from pytest_ragbench.stats.traffic import stratified_sample, window_of
 
     if args.n < 1:
