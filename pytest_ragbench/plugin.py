@@ -160,7 +160,8 @@ def _register_system_fixtures(config: pytest.Config) -> None:
 
 def _add_case_paths(config: pytest.Config, settings: RagbenchConfig) -> None:
     """Collect the case folders (ini ``ragbench_cases``) even when testpaths points elsewhere."""
-    _, added = collected_paths(config, settings.case_paths, settings.ragcsv_files,
+    _, added = collected_paths(config, settings.case_paths,
+                               (*settings.ragcsv_files, *settings.traffic_files),
                                settings.evaluate)
     config.args += [str(path) for path in added]
 
@@ -227,7 +228,9 @@ def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     """Return a case-file collector for files that hold cases."""
     suffix = file_path.suffix
-    if suffix == ".jsonl" and file_path.name.endswith((".traffic.jsonl", ".otlp.jsonl")):
+    if suffix == ".jsonl" and (
+            file_path.name.endswith((".traffic.jsonl", ".otlp.jsonl"))
+            or file_path.resolve() in get_config(parent.config).traffic_files):
         return _traffic_file(file_path, parent)
     if suffix not in (".yaml", ".yml", ".json", ".jsonl", ".py", ".csv"):
         return None  # the common case: decided without importing anything

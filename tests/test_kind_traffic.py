@@ -187,3 +187,15 @@ def test_a_sample_is_judged_and_estimated_for_the_whole_traffic(
     assert relevance["n"] == 9 and relevance["population"] == answered == 60
     week = traffic["windows"][0]["metrics"]["judge_relevance"]
     assert week["n"] == 3 and week["population"] == 20
+
+
+def test_a_file_listed_in_ini_ragbench_traffic_is_collected_outside_the_case_paths(
+        project: RagbenchProject) -> None:
+    project.cases_dir()
+    logs = project.path / "logs"
+    logs.mkdir()
+    _log_weeks(logs / "prod.jsonl", 1, drop=False)  # any name when listed
+    project.ini(ragbench_cases="test_cases", ragbench_traffic="logs/prod.jsonl")
+    result = project.run("--ragbench", "-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(passed=3)
+    assert "traffic[prod:3]" in project.items_by_name()

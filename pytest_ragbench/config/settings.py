@@ -276,7 +276,7 @@ def collected_paths(config: pytest.Config, case_paths: Sequence[Path],
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
     extra = [Path(p).resolve() for p in (config.getoption("ragbench_cases") or [])]
     candidates = extra if explicit else [*case_paths, *extra]
-    if evaluate:  # ini ragbench_ragcsv files may sit outside the case folders
+    if evaluate:  # ini ragbench_ragcsv / ragbench_traffic files may sit outside them
         candidates += ragcsv_files
     added: list[Path] = []
     for path in candidates:
@@ -379,7 +379,8 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
     evaluate = bool(options.value(config, "ragbench"))
     ragcsv_files = tuple((rootpath / p).resolve() for p in config.getini("ragbench_ragcsv")) \
         or ragcsv_env_files(config)
-    paths, _ = collected_paths(config, case_paths, ragcsv_files, evaluate)
+    traffic_files = tuple((rootpath / p).resolve() for p in config.getini("ragbench_traffic"))
+    paths, _ = collected_paths(config, case_paths, (*ragcsv_files, *traffic_files), evaluate)
     settings = load_settings_files(config, paths, discover=not hasattr(config, "workerinput"))
     corpus = [p if p.is_absolute() else (rootpath / p)
               for p in (Path(c) for c in config.getini("ragbench_corpus"))]
@@ -423,8 +424,7 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         max_tokens=_optional_int("--ragbench-max-tokens",
                                  env_setting(config, "ragbench_max_tokens")),
         ragcsv_debug=bool(env_setting(config, "ragcsv_debug")),
-        traffic_files=tuple((rootpath / p).resolve()
-                            for p in config.getini("ragbench_traffic")),
+        traffic_files=traffic_files,
         window=window,
         sample=_optional_int("--ragbench-sample", options.value(config, "ragbench_sample")),
         redact=redact,
