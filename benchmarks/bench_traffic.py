@@ -102,7 +102,7 @@ def reading(folder: Path, n: int) -> None:
     print(f"| read (streaming) | {read_s:.1f} | {count / read_s:,.0f} |")
     print(f"| read + metrics + weekly moments + drift | {total_s:.1f} | "
           f"{count / total_s:,.0f} |")
-    print(f"\npeak traced memory while reading: {peak / 1e6:.1f} MB; "
+    print(f"\npeak traced memory while reading: {peak / 1e3:.0f} kB; "
           f"{len(moments)} weeks, {len(changes)} drift tests\n")
 
 
