@@ -36,9 +36,11 @@ SIGNALS_KEY = pytest.StashKey[Any]()  # the SignalWatch (SIGTERM as Ctrl-C)
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """Register the plugin's own hooks (``pytest_ragbench_*``) and the built-in kinds."""
     from pytest_ragbench import hookspecs, kinds
+    from pytest_ragbench.kinds import report_sections
 
     pluginmanager.add_hookspecs(hookspecs)
     pluginmanager.register(kinds, "ragbench-kinds")  # through pytest_ragbench_item_kinds
+    pluginmanager.register(report_sections, "ragbench-report-sections")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

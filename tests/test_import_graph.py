@@ -7,7 +7,9 @@ from pathlib import Path
 from tests.import_graph import ImportGraph
 
 ROOT = Path(__file__).resolve().parents[1]
-PLUGIN_LOAD = ("pytest_ragbench.plugin", "pytest_ragbench.config.options", "pytest_ragbench.config")
+# plugin.py, what pytest imports to load it, and the built-in hooks pytest_addhooks registers
+PLUGIN_LOAD = ("pytest_ragbench.plugin", "pytest_ragbench.config.options", "pytest_ragbench.config",
+               "pytest_ragbench.kinds.report_sections")
 
 
 def test_no_import_cycle() -> None:

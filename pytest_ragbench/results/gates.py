@@ -29,7 +29,7 @@ from typing import Any
 
 from pytest_ragbench.config.thresholds import flatten
 from pytest_ragbench.errors import ConfigError
-from pytest_ragbench.render.text import effect, p_text, signed
+from pytest_ragbench.render.text import comparator, effect, p_text, signed
 from pytest_ragbench.results.aggregate import Cell, direction
 from pytest_ragbench.results.comparisons import timing_metric
 
@@ -163,7 +163,7 @@ def _unscored_note(result: dict[str, Any]) -> str:
 
 def gate_line(result: dict[str, Any]) -> str:
     """One line naming the gate, the value checked and the interval."""
-    op = "<=" if result["direction"] == "lower" else ">="
+    op = comparator(result["direction"] == "lower")
     label = "threshold" if result["source"] == "threshold" else "gate"
     head = f"{label} {result['gate']} {op} {result['bound']:g}"
     status = result.get("status", "checked" if result["passed"] is not None else "")

@@ -53,6 +53,7 @@ class RagbenchSession:
         self.gates: list[Any] = []
         self.labels: Any = None  # the --ragbench-judge-labels file, read at the start
         self.document: dict[str, Any] | None = None
+        self.results: Any = None  # the typed ResultsDocument (results/document.py)
         self.written: list[Path] = []
         self.problems: list[str] = []
         self._warned = 0  # problems already issued as warnings
@@ -272,7 +273,9 @@ class RagbenchSession:
         if self.write_files:
             self.written += files.write_all(self.document, records, self.settings,
                                             self.problems, items_written=bool(self.written),
-                                            plots_ahead=ahead)
+                                            plots_ahead=ahead,
+                                            sections=self.results.sections
+                                            if self.results is not None else ())
             self._guard("removing the run's journal", self._finish_journal)
         if self.document["failures"] and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -375,6 +378,7 @@ class RagbenchSession:
         # lazy: kept out of a plain pytest run
         from pytest_ragbench.render.files import run_info
         from pytest_ragbench.results import document as document_mod
+        from pytest_ragbench.results import sections
 
         found = {**self.worker_components, **components_mod.components(self.config)}
         run = run_info(self.config.rootpath, self.run_id)
@@ -388,12 +392,15 @@ class RagbenchSession:
             kept = len(self.resume.kept)
             run["resumed"] = {"sessions": self.resume.sessions + 1, "kept_items": kept,
                               "run_now": len(records) - kept}
-        document = document_mod.build(
+        run["exit_status"] = int(session.exitstatus)
+        self.results = document_mod.assemble(
             records, self.settings, run=run,
             components=components_mod.ordered(found), baseline=self.baseline,
-            gate_list=self.gates, labels=self.labels)
-        document["run"]["exit_status"] = int(session.exitstatus)
-        return document
+            gate_list=self.gates, labels=self.labels,
+            report_sections=lambda typed: sections.from_hook(self.config, typed,
+                                                             self.problems))
+        self.problems += self.results.problems
+        return self.results.to_dict()
 
     def _report_checks(self, session: pytest.Session, document: dict[str, Any]) -> None:
         testcases.emit(session, document, self.settings.report_dir / "results.json",
