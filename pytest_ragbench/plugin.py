@@ -1,8 +1,16 @@
 """The pytest entry point (``-p ragbench``): options, markers, collection hooks, records.
 
 Kept thin on purpose: nothing heavy is imported here, and a session with no case
-files and no ``--ragbench*`` flag is not affected at all. The hooks import the rest of the
-package inside functions (lazy: kept out of a plain pytest run).
+files and no ``--ragbench*`` flag is not affected at all.
+
+The import policy, stated once here and enforced by tests/test_import_graph.py: the
+*plugin tier* is this module, what pytest imports to load it (config/options.py,
+config/__init__.py), the built-in hooks registered at load (kinds/, kinds/report_sections.py),
+every module these hooks import (collection, fixtures, the session's lifecycle) and what
+those import at module level. A module of the plugin tier imports the rest of the package,
+and any heavy library, inside the function that needs it, so that a plain pytest run
+loads neither; such imports carry no comment. Anywhere else a function-level import of a
+package module says why in a ``# lazy:`` comment (or loads a heavy library).
 """
 
 from __future__ import annotations

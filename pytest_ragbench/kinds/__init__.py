@@ -104,7 +104,6 @@ class CaseKind:
     def make_class(self) -> type:
         """The case class to build."""
         if self.case_class is None:
-            # lazy: kept out of a plain pytest run
             from pytest_ragbench.cases.model import CustomCase
 
             return CustomCase
@@ -388,7 +387,6 @@ def build_registry(results: Iterable[Iterable[Any] | None]) -> KindRegistry:
 
 def registered(metric: str) -> bool:
     """True when the metric registry defines ``metric`` (``x@k``: x with any cut-off)."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.metrics.registry import REGISTRY
 
     name = metric[:-2] + "@1" if metric.endswith("@k") else metric
@@ -405,7 +403,6 @@ def _add(definition: CaseKind | ItemKind, case_kinds: dict[str, CaseKind],
 
 def _check(found: KindRegistry, definitions: list[CaseKind | ItemKind]) -> None:
     """Check the kinds a plugin added, and register the metrics they bring."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.metrics.registry import REGISTRY, DuplicateMetricError
 
     for definition in definitions:
@@ -522,7 +519,6 @@ class RunContext:
         The call is timed (the system's service time, not the wait for a prefetch slot)
         and what came back is kept for the report's drill-down.
         """
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.systems.trace import MAX_TRACES, answer_trace
 
         system = self.system()

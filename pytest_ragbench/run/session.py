@@ -79,7 +79,6 @@ class RagbenchSession:
     def prepare_run(self) -> None:
         """Choose the run id (a new one, or the run ``--ragbench-resume`` continues)."""
         if self.settings.resume:
-            # lazy: kept out of a plain pytest run
             from pytest_ragbench.run import resume
 
             self.resume = resume.find(self.settings.report_dir, self._public_settings())
@@ -125,7 +124,6 @@ class RagbenchSession:
                            if ragbench_kind(nodeid, self._kind_names()) is not None})
         if first and self.selected and self.write_files and self.resume is None \
                 and not self.config.option.collectonly:
-            # lazy: kept out of a plain pytest run
             from pytest_ragbench.run.plots_ahead import PlotsAhead
 
             self.plots_ahead = PlotsAhead(self.settings)
@@ -150,17 +148,14 @@ class RagbenchSession:
             if self.settings.systems:
                 check_systems(self.config, self.settings.systems)
             if self.settings.save:
-                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.results.runs import check_name
 
                 check_name(self.settings.save)
             if self.settings.gates:
-                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.results.gates import parse_gates
 
                 self.gates = parse_gates(self.settings.gates)
             if self.settings.judge_labels:
-                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.cases.labels import read_labels
                 from pytest_ragbench.config.vocabulary import check_labels
 
@@ -168,7 +163,6 @@ class RagbenchSession:
                 self.labels = read_labels(path, display_path(path, self.config))
                 check_labels(self.labels, registry(self.config))
             if self.settings.compare:
-                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.results import runs
 
                 path = runs.resolve(self.settings.compare, self.settings.report_dir,
@@ -252,7 +246,6 @@ class RagbenchSession:
                 journal_mod.remove([self.journal.path], self.problems)
             return
         # (An interrupted run with no item finished still says so, every item not run.)
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.render import files
 
         records = self.sorted_records()
@@ -340,7 +333,6 @@ class RagbenchSession:
         only in part (after ``--lf`` or ``-k``) keeps its journal, so no finished record
         goes unless its item ran again.
         """
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.run.resume import kept_records
 
         complete = self.status is not None and self.status.status == "complete"
@@ -367,7 +359,6 @@ class RagbenchSession:
 
         baseline = (self.document or {}).get("baseline") or {}
         if baseline.get("status") == "interrupted":
-            # lazy: kept out of a plain pytest run
             from pytest_ragbench.results.verdict import partial_baseline_text
 
             with contextlib.suppress(Exception):
@@ -375,7 +366,6 @@ class RagbenchSession:
                     f"ragbench: {partial_baseline_text(baseline)}"), stacklevel=1)
 
     def _build(self, session: pytest.Session, records: list[ItemRecord]) -> dict[str, Any]:
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.render.files import run_info
         from pytest_ragbench.results import document as document_mod
         from pytest_ragbench.results import sections
@@ -437,7 +427,6 @@ class RagbenchSession:
             return
         terminalreporter.section("ragbench")
         if self.document is not None:
-            # lazy: kept out of a plain pytest run
             from pytest_ragbench.render.terminal import render
 
             before = len(self.problems)
