@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+GATE_MIN_N = 5  # scored items a gate needs (ini ragbench_gate_min_n)
+
 
 @dataclass(frozen=True)
 class Option:
@@ -119,7 +121,8 @@ INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
     ("ragbench_corpus", "document folders/files indexed by the default retriever", "linelist", []),
     # Honest intervals (issue 15): gates need this many scored items; clustered cases.
     ("ragbench_gate_min_n", "fewer scored items than this and a gate is not checked "
-     "(fails under --ragbench-gate ci-lower; default 5)", "string", "5"),
+     f"(fails under --ragbench-gate ci-lower; default {GATE_MIN_N})", "string",
+     str(GATE_MIN_N)),
     ("ragbench_cluster_by", "a case field whose values group items that are not "
      "independent (default: the case field 'cluster')", "string", ""),
     # -- bounds on outside calls (issue 17) --

@@ -63,7 +63,7 @@ class RagbenchConfig:
     # ragbench_k); also the number of contexts the built-in systems retrieve.
     k: int | None = None
     # Honest intervals (issue 15).
-    gate_min_n: int = 5
+    gate_min_n: int = options.GATE_MIN_N
     cluster_by: str | None = None
     judge_labels: Path | None = None
     # Qdrant (issue 18): a server URL or a local-mode path (a folder or ":memory:")
@@ -387,7 +387,8 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         thresholds=settings["thresholds"],
         gates=settings["gates"],
         k=_optional_int("ragbench_k", config.getini("ragbench_k")),
-        gate_min_n=_int("ragbench_gate_min_n", config.getini("ragbench_gate_min_n") or 5),
+        gate_min_n=_int("ragbench_gate_min_n", config.getini("ragbench_gate_min_n")
+                        or options.GATE_MIN_N),
         cluster_by=str(config.getini("ragbench_cluster_by") or "").strip() or None,
         judge_labels=_optional_path_option(config, "ragbench_judge_labels"),
         **_qdrant_settings(config),

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pytest_ragbench.config.settings import RagbenchConfig
+from pytest_ragbench.config.settings import PERTURBATION_KINDS, RagbenchConfig
 from pytest_ragbench.errors import ConfigError, did_you_mean
 from pytest_ragbench.systems.components import name_component
 from pytest_ragbench.systems.protocols import AnswerRequest
@@ -222,8 +222,6 @@ _SOURCES = ("source_hit@k", "source_recall@k", "source_mrr", "source_ndcg@k",
 _JUDGED = ("faithfulness", "answer_relevancy")
 _FACTS = "fact_recall"  # the share of a case's expected_facts the answer states
 _STREAM = ("ttft_ms", "itl_ms")  # a streamed answer's latency (--ragbench-stream)
-_PERTURBATIONS = ("typos", "drop", "double", "case", "whitespace", "punctuation", "filler",
-                  "synonyms", "injection")  # config.PERTURBATION_KINDS
 _CASES = "pytest_ragbench.cases"
 _PREPARE = "pytest_ragbench.kinds.preparation"  # what a kind imports before its first item
 
@@ -318,7 +316,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
     ItemKind("robust", ANY_CASE_KIND, "pytest_ragbench.kinds.robust.runner:run",
              "perturbed questions with metamorphic checks (--ragbench-robustness)", EVALUATION,
              ("ragbench_config",),
-             (*(f"{p}.holds" for p in _PERTURBATIONS), "rbo", "jaccard",
+             (*(f"{p}.holds" for p in PERTURBATION_KINDS), "rbo", "jaccard",
               "expected_sources_kept", "answer_similarity", "injection_resisted"),
              {"rbo": 0.5, "expected_sources_kept": 1.0, "answer_similarity": 0.5,
               "injection_resisted": 1.0}),

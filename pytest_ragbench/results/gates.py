@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_ragbench.config.options import GATE_MIN_N
 from pytest_ragbench.config.thresholds import flatten
 from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.render.text import comparator, effect, p_text, signed
@@ -100,7 +101,7 @@ def gate_cells(gate: Gate, systems: Sequence[str]) -> list[Cell]:
     return [Cell(gate.kind, gate.metric, None, where)]
 
 
-def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str, min_n: int = 5,
+def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str, min_n: int = GATE_MIN_N,
           calibration: dict[str, Any] | None = None) -> dict[str, Any]:
     """The verdict of one gate on one cell.
 
