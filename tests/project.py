@@ -33,20 +33,28 @@ def validate_results(path: Path) -> dict[str, Any]:
     The schema written beside it must be the shipped one too. Every run of a project
     (:meth:`RagbenchProject.run`) and every read of its results passes through here.
     """
-    import jsonschema
-
     from pytest_ragbench.results.document import SCHEMA_FILE, schema_text
 
     data: dict[str, Any] = json.loads(path.read_text())
-    schema = json.loads(schema_text())
     beside = path.parent / SCHEMA_FILE
     assert beside.is_file(), f"{beside} was not written beside {path}"
-    assert json.loads(beside.read_text()) == schema, f"{beside} is not the shipped schema"
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=str)
-    assert not errors, f"{path} does not match results.schema.json: " + "; ".join(
-        f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message[:300]}"
-        for e in errors[:5])
+    assert json.loads(beside.read_text()) == json.loads(schema_text()), \
+        f"{beside} is not the shipped schema"
+    problems = schema_problems(data)
+    assert not problems, f"{path} does not match results.schema.json: " + "; ".join(problems)
     return data
+
+
+def schema_problems(document: dict[str, Any]) -> list[str]:
+    """Where a results document (as JSON) breaks the shipped schema (the first five)."""
+    import jsonschema
+
+    from pytest_ragbench.results.document import schema_text
+
+    validator = jsonschema.Draft202012Validator(json.loads(schema_text()))
+    errors = sorted(validator.iter_errors(json.loads(json.dumps(document))), key=str)
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message[:300]}"
+            for e in errors[:5]]
 
 
 class RagbenchProject:

@@ -22,6 +22,7 @@ from pytest_ragbench.results.records import ItemRecord
 from pytest_ragbench.results.runs import Baseline
 from pytest_ragbench.stats import core as stats
 from tests.conftest import oracle_file
+from tests.project import schema_problems
 
 
 def record(case_id: str, metrics: dict[str, float], *, kind: str = "vector",
@@ -38,8 +39,11 @@ def build(records: list[ItemRecord], baseline: list[ItemRecord] | None = None,
     gate_list = gates.parse_gates(config.gates) if config.gates else []
     old = Baseline("0001_base", Path("base.json"), baseline, {}) if baseline is not None \
         else None
-    return document.build(records, config, run={"id": "r", "time": "t"}, components={},
-                          baseline=old, gate_list=gate_list, report_sections=builtin_sections)
+    result = document.build(records, config, run={"id": "r", "time": "t"}, components={},
+                            baseline=old, gate_list=gate_list,
+                            report_sections=builtin_sections)
+    assert schema_problems(result) == []  # every document built here follows the schema
+    return result
 
 
 def test_metric_cell_counts_mean_std_and_bca_interval() -> None:
