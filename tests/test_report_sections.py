@@ -9,6 +9,8 @@ is left out with a warning that names it, and the rest of the report stands.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.helpers import XDIST_MODES
@@ -120,3 +122,19 @@ def test_a_broken_or_invalid_section_is_left_out_and_named(pytester: pytest.Pyte
     assert isinstance(results["metrics"]["toy"], dict)  # the document's own key stands
     assert not (project.path / "outside.txt").exists()
     assert "the valid one" in text and "still here" in text
+
+
+def test_the_files_a_section_wrote_are_the_previous_runs_files(tmp_path: Path) -> None:
+    """Before a run writes its report, the files the last run's sections wrote are removed."""
+    import json
+
+    from pytest_ragbench.render import files
+
+    for name in ("results.json", "report.html", "exact_share.txt", "keep.txt", "other.csv"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "results.json").write_text(json.dumps({"sections": [
+        {"key": "exact_share", "files": ["exact_share.txt", "gone.txt", "../keep.txt"]}]}))
+    assert files.previous_run_files(tmp_path) == ["results.json", "report.html",
+                                                  "exact_share.txt"]
+    (tmp_path / "results.json").write_text("{not json")
+    assert files.previous_run_files(tmp_path) == ["results.json", "report.html"]
