@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.datasets import command as dataset_cli
+from pytest_ragbench.systems import cache_transfer
 
 VERIFY_KINDS = ("sql", "hybrid")
 
@@ -128,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="further arguments passed to pytest (e.g. -p myplugin)")
     metrics.set_defaults(func=_metrics)
     dataset_cli.register(commands)
+    cache_transfer.register(commands)
     return parser
 
 
