@@ -103,10 +103,23 @@ def _metrics(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    """``pytest --ragbench --ragbench-merge=DIR ...``: the shards' records, one report."""
-    pytest_args = ["--ragbench", f"--ragbench-report={args.out}", "-p", "no:cacheprovider",
-                   "-p", "no:xdist", *[f"--ragbench-merge={d}" for d in args.shards],
-                   *args.pytest_args]
+    """``pytest --ragbench-merge=DIR ...``: the shards' records, one report.
+
+    ``--ragbench`` is passed when the shards ran with it (their results.json says so).
+    """
+    import json
+    from pathlib import Path
+
+    evaluate = False
+    for folder in args.shards:
+        try:
+            document = json.loads((Path(folder) / "results.json").read_text(encoding="utf-8"))
+            evaluate = evaluate or bool(document["config"]["evaluate"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # the session names what is wrong with the folder
+    pytest_args = [*(["--ragbench"] if evaluate else []), f"--ragbench-report={args.out}",
+                   "-p", "no:cacheprovider", "-p", "no:xdist",
+                   *[f"--ragbench-merge={d}" for d in args.shards], *args.pytest_args]
     return int(pytest.main(pytest_args))
 
 

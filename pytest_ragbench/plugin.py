@@ -320,8 +320,11 @@ def _select_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
     from pytest_ragbench.run import shards
 
     settings = get_config(config)
+    durations = shards.kind_durations(settings.shard_durations) \
+        if settings.shard_durations else None
     if settings.shard:
-        kept, dropped = shards.split(items, shards.parse_shard(settings.shard), config.rootpath)
+        kept, dropped = shards.split(items, shards.parse_shard(settings.shard), config.rootpath,
+                                     durations)
     else:  # a merge: each item reports its shard's record (run/shards.Replay); none runs
         session = config.pluginmanager.get_plugin("ragbench-session")
         ours = [item for item in items if hasattr(item, "record_for_report")]
@@ -330,9 +333,8 @@ def _select_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
         kept = [item for item in items if item not in ours or item.nodeid in records]
         dropped = [item for item in ours if item.nodeid not in records]
         if session is not None and merged is not None:
-            session.merge_collected = {
-                item.nodeid: shards.shard_of(shards.unit_key(item, config.rootpath),
-                                             merged.total) for item in ours}
+            session.merge_collected = shards.assign(ours, merged.total, config.rootpath,
+                                                    durations)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

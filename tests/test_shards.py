@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ragbench.errors import ConfigError
-from pytest_ragbench.run.shards import Shard, from_environment, parse_shard, shard_of
+from pytest_ragbench.run.shards import Shard, assign, from_environment, parse_shard, shard_of
 from tests.project import RagbenchProject
 from tests.toy_project import make_toy_project, without_timings
 
@@ -51,6 +51,40 @@ def test_the_partition_is_a_stable_hash_spread_over_every_shard() -> None:
     assert json.loads(other.stdout) == [shard_of(k, 4) for k in keys[:50]]
 
 
+class _Item:
+    """Just what the partition reads of a collected ragbench item."""
+
+    def __init__(self, kind: str, case_id: str) -> None:
+        self.nodeid = f"test_cases/{kind}.jsonl::{kind}[{case_id}]"
+        self.path = Path(f"/project/test_cases/{kind}.jsonl")
+        self.case = type("Case", (), {"kind": kind, "id": case_id})()
+        self.item_kind = type("Kind", (), {"name": kind})()
+
+    def record_for_report(self) -> None:
+        """Marks a ragbench item."""
+
+
+def test_durations_of_an_earlier_run_balance_the_shards() -> None:
+    # 8 slow judged cases and 200 fast ground-truth cases
+    items = [_Item("ragas", f"r{n}") for n in range(8)] + \
+        [_Item("sql_ground_truth", f"s{n}") for n in range(200)]
+    durations = {"ragas": 10.0, "sql_ground_truth": 0.1}
+    for chosen in (assign(items, 4, Path("/project"), durations),
+                   assign(items, 4, Path("/project"))):
+        assert set(chosen) == {i.nodeid for i in items}
+        assert set(chosen.values()) == {1, 2, 3, 4}
+    balanced = assign(items, 4, Path("/project"), durations)
+    hashed = assign(items, 4, Path("/project"))
+
+    def loads(chosen: dict[str, int]) -> list[float]:
+        return [sum(durations[i.case.kind] for i in items if chosen[i.nodeid] == s)
+                for s in (1, 2, 3, 4)]
+
+    assert max(loads(balanced)) - min(loads(balanced)) <= 0.1 + 1e-9
+    assert max(loads(balanced)) < max(loads(hashed))
+    assert assign(list(reversed(items)), 4, Path("/project"), durations) == balanced
+
+
 def _node_ids(result: pytest.RunResult) -> set[str]:
     return {line.strip() for line in result.outlines if "::toy[" in line}
 
@@ -64,6 +98,11 @@ def test_every_item_is_in_one_shard_with_the_other_items_of_its_case(
                                           f"--ragbench-shard={i}/3")) for i in (1, 2, 3)]
     assert set().union(*shards) == every
     assert sum(len(s) for s in shards) == len(every)  # no item twice
+    project.runpytest("--ragbench", "--ragbench-report=before")
+    balanced = [_node_ids(project.runpytest(
+        "--ragbench", *SYSTEMS, "--collect-only", "-q", f"--ragbench-shard={i}/3",
+        "--ragbench-shard-durations=before/results.json")) for i in (1, 2, 3)]
+    assert set().union(*balanced) == every and sum(len(s) for s in balanced) == len(every)
     for shard in shards:
         assert shard
         cases = {node.split("-", 1)[1] for node in shard}

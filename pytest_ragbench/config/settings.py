@@ -98,6 +98,7 @@ class RagbenchConfig:
     stream: bool = False  # --ragbench-stream: answers streamed and timed (TTFT, ITL)
     shard: str | None = None  # "I/N": this process runs one shard (run/shards.py)
     merge_from: tuple[Path, ...] = ()  # shard report folders merged instead of running items
+    shard_durations: Path | None = None  # a run whose per-kind durations balance the shards
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -419,15 +420,17 @@ def _shard_settings(config: pytest.Config, invocation: Path) -> dict[str, Any]:
     """``--ragbench-shard`` (or the scheduler's environment) and ``--ragbench-merge``."""
     merge_from = tuple((invocation / p).resolve() for p in config.getoption("ragbench_merge")
                        or [])
+    durations = _optional_path_option(config, "ragbench_shard_durations")
     option = options.value(config, "ragbench_shard") or None
     # run/shards.py reads the schedulers' variables; not imported when none is set
     if merge_from or not (option or os.environ.get("JOB_COMPLETION_INDEX")
                           or os.environ.get("SLURM_ARRAY_TASK_ID")):
-        return {"shard": None, "merge_from": merge_from}
+        return {"shard": None, "merge_from": merge_from, "shard_durations": durations}
     from pytest_ragbench.run.shards import resolve
 
     shard = resolve(option)
-    return {"shard": str(shard) if shard else None, "merge_from": merge_from}
+    return {"shard": str(shard) if shard else None, "merge_from": merge_from,
+            "shard_durations": durations}
 
 
 def _qdrant_settings(config: pytest.Config) -> dict[str, Any]:

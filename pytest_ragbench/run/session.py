@@ -318,7 +318,9 @@ class RagbenchSession:
         missing = [n for n in self.merge_collected if n not in self.merged.records]
         if not missing:
             return None
-        which = sorted({self.merge_collected[n] for n in missing})
+        # the folders not given; else the shards whose run left items out
+        which = self.merged.missing_shards() or sorted({self.merge_collected[n]
+                                                        for n in missing})
         named = ", ".join(str(i) for i in which)
         return (f"shard{'s' if len(which) > 1 else ''} {named} of {self.merged.total} not "
                 f"merged ({len(missing)} item{'s' if len(missing) != 1 else ''})")
@@ -436,6 +438,8 @@ class RagbenchSession:
 
             shard = shards.parse_shard(self.settings.shard)
             run["shard"] = {"index": shard.index, "total": shard.total,
+                            "balanced_by": str(self.settings.shard_durations)
+                            if self.settings.shard_durations else None,
                             "settings": shards.comparable_settings(self._public_settings(),
                                                                    self.config.rootpath)}
             # the gates need every item: decided when the shards are merged

@@ -108,13 +108,67 @@ def shard_of(key: str, total: int) -> int:
     return int.from_bytes(digest[:8], "big") % total + 1
 
 
-def split(items: Iterable[Any], shard: Shard, rootpath: Path) -> tuple[list[Any], list[Any]]:
+def item_kind_name(item: Any) -> str:
+    """The item kind of a ragbench item (``sql_ground_truth``, ``vector``, ...)."""
+    return str(getattr(getattr(item, "item_kind", None), "name", None)
+               or getattr(item, "kind_name", ""))
+
+
+def kind_durations(path: Path) -> dict[str, float]:
+    """Mean seconds per item of each item kind, from a saved run or a results.json."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"--ragbench-shard-durations: cannot read {path}: {exc}") from None
+    items = data.get("items") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise ConfigError(f"--ragbench-shard-durations: {path} is not a ragbench run (no "
+                          "'items' list; expected a saved run or a results.json)")
+    totals: dict[str, list[float]] = {}
+    for item in items:
+        if isinstance(item, dict) and isinstance(item.get("duration"), int | float):
+            totals.setdefault(str(item.get("kind")), []).append(float(item["duration"]))
+    return {kind: sum(values) / len(values) for kind, values in totals.items() if values}
+
+
+def assign(items: Iterable[Any], total: int, rootpath: Path,
+           durations: Mapping[str, float] | None = None) -> dict[str, int]:
+    """The shard (1-based) of each ragbench item, by node id.
+
+    Without durations: the hash of the item's case. With the mean duration of each item
+    kind from an earlier run: the cases, heaviest first (ties in hash order), each to the
+    shard with the least expected time so far, as pytest-split balances by durations;
+    the same on every machine given the same items and durations.
+    """
+    units: dict[str, list[Any]] = {}
+    for item in items:
+        if hasattr(item, "record_for_report"):
+            units.setdefault(unit_key(item, rootpath), []).append(item)
+    if not durations:
+        return {item.nodeid: shard_of(key, total) for key, unit in units.items()
+                for item in unit}
+    typical = sum(durations.values()) / len(durations)
+    weights = {key: sum(durations.get(item_kind_name(i), typical) for i in unit)
+               for key, unit in units.items()}
+    order = sorted(units, key=lambda k: (-weights[k], hashlib.sha256(k.encode()).hexdigest()))
+    load = [0.0] * total
+    chosen: dict[str, int] = {}
+    for key in order:
+        index = min(range(total), key=lambda i: (load[i], i))
+        load[index] += weights[key]
+        for item in units[key]:
+            chosen[item.nodeid] = index + 1
+    return chosen
+
+
+def split(items: list[Any], shard: Shard, rootpath: Path,
+          durations: Mapping[str, float] | None = None) -> tuple[list[Any], list[Any]]:
     """``(kept, dropped)``: the ragbench items of other shards dropped, other tests kept."""
+    shard_by_id = assign(items, shard.total, rootpath, durations)
     kept: list[Any] = []
     dropped: list[Any] = []
     for item in items:
-        mine = not hasattr(item, "record_for_report") \
-            or shard_of(unit_key(item, rootpath), shard.total) == shard.index
+        mine = shard_by_id.get(item.nodeid, shard.index) == shard.index
         (kept if mine else dropped).append(item)
     return kept, dropped
 
