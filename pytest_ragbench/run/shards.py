@@ -24,6 +24,7 @@ from typing import Any, Literal
 import pytest
 
 from pytest_ragbench.errors import ConfigError
+from pytest_ragbench.results.records import REPORT_ATTRIBUTE
 from pytest_ragbench.run.resume import FREE_SETTINGS as RESUME_FREE_SETTINGS
 
 # Settings that may differ between shards and their merge: they change no item's record
@@ -331,8 +332,6 @@ class Replay:
 
 def replayed_reports(item: pytest.Item, record: dict[str, Any]) -> list[pytest.TestReport]:
     """The setup, call and teardown reports an item with this record made on its shard."""
-    from pytest_ragbench.results.records import REPORT_ATTRIBUTE
-
     status = str(record.get("status"))
     message = "\n".join([*(record.get("failures") or []),
                          *([record["error"]] if record.get("error") else [])]) \
