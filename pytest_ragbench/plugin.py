@@ -115,6 +115,10 @@ def pytest_configure(config: pytest.Config) -> None:
         except ConfigError as exc:
             raise pytest.UsageError(scrub(f"ragbench: {exc}")) from None
         config.pluginmanager.register(session, "ragbench-session")
+        if session.merged is not None:
+            from pytest_ragbench.run.shards import Replay
+
+            config.pluginmanager.register(Replay(session.merged.records), "ragbench-replay")
         if settings.evaluate and config.pluginmanager.hasplugin("xdist"):
             from pytest_ragbench.run.worker_groups import WorkerGroups
 
@@ -301,21 +305,49 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """``--ragbench-limit N``: deselect the items past the first N cases of each case file.
 
     ``--ragbench-resume``: deselect the items the continued run has finished.
+    ``--ragbench-shard=I/N``: deselect the items of the other shards;
+    ``--ragbench-merge``: every item, whose record the shards hold (or lack).
     """
-    limit = get_config(config).limit
-    if limit:
+    settings = get_config(config)
+    if settings.limit:
         from pytest_ragbench.collect.selection import limit_per_file
 
-        kept, dropped = limit_per_file(items, limit)
+        kept, dropped = limit_per_file(items, settings.limit)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
+    if settings.shard or settings.merge_from:
+        _select_shard(config, items)
     finished = config.stash.get(KEPT_KEY, frozenset())
     if finished:
         done = [item for item in items if item.nodeid in finished]
         if done:
             config.hook.pytest_deselected(items=done)
             items[:] = [item for item in items if item.nodeid not in finished]
+
+
+def _select_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from pytest_ragbench.run import shards
+
+    settings = get_config(config)
+    durations = shards.kind_durations(settings.shard_durations) \
+        if settings.shard_durations else None
+    if settings.shard:
+        kept, dropped = shards.split(items, shards.parse_shard(settings.shard), config.rootpath,
+                                     durations)
+    else:  # a merge: each item reports its shard's record (run/shards.Replay); none runs
+        session = config.pluginmanager.get_plugin("ragbench-session")
+        ours = [item for item in items if hasattr(item, "record_for_report")]
+        merged = session.merged if session is not None else None
+        records = merged.records if merged is not None else {}
+        kept = [item for item in items if item not in ours or item.nodeid in records]
+        dropped = [item for item in ours if item.nodeid not in records]
+        if session is not None and merged is not None:
+            session.merge_collected = shards.assign(ours, merged.total, config.rootpath,
+                                                    durations)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

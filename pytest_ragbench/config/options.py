@@ -111,6 +111,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("--ragbench-resume", "continue the newest interrupted run of the report directory: "
            "its finished items are kept and not run again, the report covers the whole run",
            type="bool", default=False, action="store_true"),
+    # One run spread over machines (run/shards.py)
+    Option("--ragbench-shard", "run shard I/N of the evaluation items (a stable partition by "
+           "case; also JOB_COMPLETION_INDEX with RAGBENCH_SHARDS, SLURM_ARRAY_TASK_ID with "
+           "SLURM_ARRAY_TASK_COUNT); gates are decided when the shards are merged"),
+    Option("--ragbench-shard-durations", "balance the shards by the mean duration of each "
+           "item kind in this saved run or results.json (the same file on every machine)"),
+    Option("--ragbench-merge", "report on the records of these shard report folders instead "
+           "of running the items (what `ragbench merge` runs)",
+           type="args", default=[], action="extend", ini=False),
 )
 
 # Ini-only keys (no flag).

@@ -15,6 +15,7 @@ journal, and the run is ``complete`` or ``interrupted`` (with the items not run)
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -73,6 +74,10 @@ class RagbenchSession:
         # go with its own) and those it leaves for --ragbench-resume (named in the report).
         self.replaced_runs: list[Path] = []
         self.other_runs: list[dict[str, Any]] = []
+        # --ragbench-merge: the shards' records (run/shards.Merged), and the shard of each
+        # ragbench item this session collected (none of them runs)
+        self.merged: Any = None
+        self.merge_collected: dict[str, int] | None = None
 
     # -- the run --------------------------------------------------------------------------
 
@@ -84,6 +89,15 @@ class RagbenchSession:
             self.resume = resume.find(self.settings.report_dir, self._public_settings())
             if self.resume is not None:
                 self.run_id = self.resume.run_id
+        if self.settings.merge_from:
+            from pytest_ragbench.render.files import run_info
+            from pytest_ragbench.run import shards
+
+            if getattr(self.config.option, "numprocesses", None):
+                raise ConfigError("--ragbench-merge runs no item: drop -n (pytest-xdist)")
+            settings = shards.comparable_settings(self._public_settings(), self.config.rootpath)
+            self.merged = shards.merge(self.settings.merge_from, settings,
+                                       run_info(self.config.rootpath))
         self.journal = journal_mod.JournalWriter(
             journal_mod.journal_path(self.settings.report_dir, self.run_id), self.run_id)
 
@@ -113,6 +127,9 @@ class RagbenchSession:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Without xdist: the selected ragbench items (after -k, --lf, resume deselection)."""
+        if self.merge_collected is not None:  # merging shards: every item, none run here
+            self._items_known(set(self.merge_collected))
+            return
         self._items_known({item.nodeid for item in session.items
                            if hasattr(item, "record_for_report")})
 
@@ -235,7 +252,7 @@ class RagbenchSession:
         self.status = run_status(
             self.selected, set(self.records),
             interrupted=session.exitstatus == pytest.ExitCode.INTERRUPTED,
-            signal_name=self._signal_name(),
+            signal_name=self._signal_name() or self._missing_shards(),
             shouldstop=session.shouldstop or session.shouldfail)
         stopped = bool(self.selected) and self.status.status == "interrupted" \
             and not self.config.option.collectonly
@@ -289,8 +306,26 @@ class RagbenchSession:
         if self.plots_ahead is not None:
             self.plots_ahead.close()
 
+    def _missing_shards(self) -> str | None:
+        """``shard 3 of 4 not merged (12 items)`` when a merge lacks items of some shards."""
+        if self.merge_collected is None or self.merged is None:
+            return None
+        missing = [n for n in self.merge_collected if n not in self.merged.records]
+        if not missing:
+            return None
+        # the folders not given; else the shards whose run left items out
+        which = self.merged.missing_shards() or sorted({self.merge_collected[n]
+                                                        for n in missing})
+        named = ", ".join(str(i) for i in which)
+        return (f"shard{'s' if len(which) > 1 else ''} {named} of {self.merged.total} not "
+                f"merged ({len(missing)} item{'s' if len(missing) != 1 else ''})")
+
     def _merge_journal(self) -> None:
         """Records that never reached this process (a worker's last ones), and the kept ones."""
+        if self.merged is not None:
+            for nodeid, data in self.merged.records.items():
+                if nodeid not in self.records:
+                    self.records[nodeid] = ItemRecord.from_dict(data)
         if self.journal is None or not self.journal.path.is_file():
             return
         if self.resume is None and self.selected is not None \
@@ -318,12 +353,19 @@ class RagbenchSession:
         return self.stopped_by
 
     def _settle_exit_status(self, session: pytest.Session) -> None:
-        """A resumed run's kept failures fail the session; all items kept is not 'no tests'."""
-        if self.resume is None:
+        """A resumed run's kept failures fail the session; all items kept is not 'no tests'.
+
+        A merge of shards ends as the run on one machine would have; one missing a shard
+        ends as an interrupted run.
+        """
+        if self.resume is None and self.merged is None:
             return
         failed = any(r.status in ("failed", "error", "lost") for r in self.records.values())
         if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
+        if self.merged is not None and self.status is not None \
+                and self.status.status == "interrupted":
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
 
     def _settle_other_runs(self) -> None:
         """Which other unfinished runs this one replaces, and which it leaves to be resumed.
@@ -382,13 +424,35 @@ class RagbenchSession:
             kept = len(self.resume.kept)
             run["resumed"] = {"sessions": self.resume.sessions + 1, "kept_items": kept,
                               "run_now": len(records) - kept}
+        settings, gate_list = self.settings, self.gates
+        if self.settings.shard:
+            from pytest_ragbench.run import shards
+
+            shard = shards.parse_shard(self.settings.shard)
+            run["shard"] = {"index": shard.index, "total": shard.total,
+                            "balanced_by": str(self.settings.shard_durations)
+                            if self.settings.shard_durations else None,
+                            "settings": shards.comparable_settings(self._public_settings(),
+                                                                   self.config.rootpath)}
+            # the gates need every item: decided when the shards are merged
+            settings = dataclasses.replace(settings, gate="mean", fail_on=None)
+            gate_list = []
+        if self.merged is not None:
+            found = {**found, **self.merged.components()}
+            run["merged"] = {"total": self.merged.total,
+                             "shards": [{"index": s.shard.get("index"), "folder": str(s.folder),
+                                         "run_id": s.run.get("id")}
+                                        for s in self.merged.shards],
+                             "missing": self.merged.missing_shards()}
         run["exit_status"] = int(session.exitstatus)
         self.results = document_mod.assemble(
-            records, self.settings, run=run,
+            records, settings, run=run,
             components=components_mod.ordered(found), baseline=self.baseline,
-            gate_list=self.gates, labels=self.labels,
+            gate_list=gate_list, labels=self.labels,
             report_sections=lambda typed: sections.from_hook(self.config, typed,
                                                              self.problems))
+        if settings is not self.settings:  # the shard's own settings, as given
+            self.results.config["gate"] = self.settings.gate
         self.problems += self.results.problems
         return self.results.to_dict()
 
