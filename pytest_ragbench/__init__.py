@@ -60,14 +60,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Import a public name on first access (and keep it, so the next access is plain)."""
+    """Import a public name on access: always the object its module now holds."""
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'pytest_ragbench' has no attribute {name!r}")
     found = importlib.import_module(module)
-    value = found if name in _MODULES else getattr(found, name)
-    globals()[name] = value
-    return value
+    return found if name in _MODULES else getattr(found, name)
 
 
 def __dir__() -> list[str]:

@@ -85,10 +85,12 @@ class ResultsDocument:
 
     def add_sections(self, found: Iterable[Any]) -> None:
         """Add the hook's sections; one that is not valid is named in ``problems``."""
-        taken = {*self.to_dict(with_items=False), *(s.key for s in self.sections)}
+        taken = {"schema_version", "items", "coverage", "sections",
+                 *(f.name for f in fields(self) if f.name not in ("records", "problems")),
+                 *(s.key for s in self.sections)}
         self.sections += sections.accepted(sections.flatten(found), taken, self.problems)
 
-    def to_dict(self, with_items: bool = True) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """results.json: JSON-safe, secrets masked, items, coverage and sections added."""
         top = {f.name: getattr(self, f.name) for f in fields(self)
                if f.name not in ("records", "sections", "problems", "schema_version")}
@@ -98,9 +100,8 @@ class ResultsDocument:
         # The items are JSON-safe and scrubbed already (ItemRecord.to_dict): not copied once
         # more; the rest (settings, components, baseline, failure lines) has its secrets masked.
         result = scrub_data(json_safe(top))
-        if with_items:
-            result["items"] = [_item(r) for r in self.records]
-            result["coverage"] = coverage.section(result)
+        result["items"] = [_item(r) for r in self.records]
+        result["coverage"] = coverage.section(result)
         return result
 
 
