@@ -93,6 +93,11 @@ def pytest_configure(config: pytest.Config) -> None:
     except ConfigError as exc:
         raise pytest.UsageError(scrub(f"ragbench: {exc}")) from None
     config.stash[CONFIG_KEY] = settings
+    if settings.shard or settings.merge_from:
+        from pytest_ragbench.run.shards import ShardSelection
+
+        config.pluginmanager.register(ShardSelection(settings),
+                                      "ragbench-shard-selection")
     if settings.evaluate and hasattr(config, "workerinput"):  # each worker: its share of CPUs
         from pytest_ragbench.run.threads import limit_worker_threads
 
@@ -305,8 +310,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """``--ragbench-limit N``: deselect the items past the first N cases of each case file.
 
     ``--ragbench-resume``: deselect the items the continued run has finished.
-    ``--ragbench-shard=I/N``: deselect the items of the other shards;
-    ``--ragbench-merge``: every item, whose record the shards hold (or lack).
     """
     settings = get_config(config)
     if settings.limit:
@@ -316,38 +319,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
-    if settings.shard or settings.merge_from:
-        _select_shard(config, items)
     finished = config.stash.get(KEPT_KEY, frozenset())
     if finished:
         done = [item for item in items if item.nodeid in finished]
         if done:
             config.hook.pytest_deselected(items=done)
             items[:] = [item for item in items if item.nodeid not in finished]
-
-
-def _select_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from pytest_ragbench.run import shards
-
-    settings = get_config(config)
-    durations = shards.kind_durations(settings.shard_durations) \
-        if settings.shard_durations else None
-    if settings.shard:
-        kept, dropped = shards.split(items, shards.parse_shard(settings.shard), config.rootpath,
-                                     durations)
-    else:  # a merge: each item reports its shard's record (run/shards.Replay); none runs
-        session = config.pluginmanager.get_plugin("ragbench-session")
-        ours = [item for item in items if hasattr(item, "record_for_report")]
-        merged = session.merged if session is not None else None
-        records = merged.records if merged is not None else {}
-        kept = [item for item in items if item not in ours or item.nodeid in records]
-        dropped = [item for item in ours if item.nodeid not in records]
-        if session is not None and merged is not None:
-            session.merge_collected = shards.assign(ours, merged.total, config.rootpath,
-                                                    durations)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

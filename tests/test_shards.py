@@ -13,6 +13,7 @@ import pytest
 
 from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.run.shards import Shard, assign, from_environment, parse_shard, shard_of
+from tests.conftest import REPO_ROOT
 from tests.project import RagbenchProject
 from tests.toy_project import make_toy_project, without_timings
 
@@ -200,3 +201,34 @@ def test_scheduler_recipes_run_as_parallel_processes_then_merge(
     document = project.results("merged")
     assert document["counts"]["toy"]["all"]["items"] == 24
     assert len(document["gates"]) == 2 and all(g["passed"] for g in document["gates"])
+
+
+def test_four_shards_of_the_bundled_benchmark_merge_into_its_one_run(tmp_path: Path) -> None:
+    # the kinds that need no generator: ground truth against the database, BEIR retrieval
+    selection = ["-k", "ground_truth or beir", f"--ragbench-cache={tmp_path / 'cache'}"]
+    command = [sys.executable, "-m", "pytest", "--ragbench", "-q", "-p", "no:cacheprovider",
+               *selection]
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*command, *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                              timeout=900)
+
+    whole = run(f"--ragbench-report={tmp_path / 'whole'}", f"--junitxml={tmp_path / 'w.xml'}")
+    assert whole.returncode == 0, whole.stdout[-3000:] + whole.stderr[-3000:]
+    for index in (1, 2, 3, 4):
+        shard = run(f"--ragbench-report={tmp_path / f'shard{index}'}",
+                    f"--ragbench-shard={index}/4")
+        assert shard.returncode == 0, shard.stdout[-3000:] + shard.stderr[-3000:]
+    merged = subprocess.run(
+        [sys.executable, "-m", "pytest_ragbench", "merge", "--out", str(tmp_path / "merged"),
+         *[str(tmp_path / f"shard{i}") for i in (1, 2, 3, 4)],
+         "--pytest-args", *selection, f"--junitxml={tmp_path / 'm.xml'}"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
+    assert merged.returncode == 0, merged.stdout[-3000:] + merged.stderr[-3000:]
+    one = json.loads((tmp_path / "whole" / "results.json").read_text())
+    combined = json.loads((tmp_path / "merged" / "results.json").read_text())
+    assert one["counts"]["beir"]["all"]["items"] > 0 and one["gates"]
+    assert without_timings(combined) == without_timings(one)
+    assert _junit_cases(tmp_path / "m.xml") == _junit_cases(tmp_path / "w.xml")
+    assert (tmp_path / "merged" / "nba_mini.run.trec").read_text() == \
+        (tmp_path / "whole" / "nba_mini.run.trec").read_text()

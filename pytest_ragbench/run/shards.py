@@ -305,6 +305,42 @@ def _differences(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]
             if before.get(name) != now.get(name)][:5]
 
 
+class ShardSelection:
+    """Which items run: a shard's own (``--ragbench-shard``), or none (``--ragbench-merge``).
+
+    Runs after every other selection (``-k``, ``-m``, ``--ragbench-limit``), so that the
+    partition and the merge see the items the command selects, in every process.
+    """
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings  # the session's RagbenchConfig
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        """Deselect the other shards' items, or, merging, the items no shard ran."""
+        settings = self.settings
+        durations = kind_durations(settings.shard_durations) \
+            if settings.shard_durations else None
+        if settings.shard:
+            kept, dropped = split(items, parse_shard(settings.shard), config.rootpath,
+                                  durations)
+        else:  # each item reports its shard's record (Replay); none runs
+            session = config.pluginmanager.get_plugin("ragbench-session")
+            merged = getattr(session, "merged", None)
+            records = merged.records if merged is not None else {}
+            ours = [item for item in items if hasattr(item, "record_for_report")]
+            dropped = [item for item in ours if item.nodeid not in records]
+            gone = {id(item) for item in dropped}
+            kept = [item for item in items if id(item) not in gone]
+            if session is not None and merged is not None:
+                session.merge_collected = assign(ours, merged.total, config.rootpath,
+                                                 durations)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+
+
 class Replay:
     """Under ``--ragbench-merge``: each item reports its shard's record instead of running.
 
