@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import subprocess
 import sys
@@ -15,8 +16,11 @@ from tests.conftest import REPO_ROOT
 
 def test_every_public_name_resolves_to_the_object_of_its_module() -> None:
     assert pytest_ragbench.__all__ == sorted(pytest_ragbench._PUBLIC)
-    from pytest_ragbench import kinds, stats
-    from pytest_ragbench.results import sections
+    # the modules as sys.modules holds them now (pytester's in-process runs of other tests
+    # on this worker may have imported them afresh; a package attribute can be the older one)
+    kinds = importlib.import_module("pytest_ragbench.kinds")
+    stats = importlib.import_module("pytest_ragbench.stats")
+    sections = importlib.import_module("pytest_ragbench.results.sections")
 
     assert pytest_ragbench.ItemKind is kinds.ItemKind
     assert pytest_ragbench.bootstrap_ci is stats.bootstrap_ci
