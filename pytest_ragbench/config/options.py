@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+GATE_MIN_N = 5  # scored items a gate needs (ini ragbench_gate_min_n)
+
 
 @dataclass(frozen=True)
 class Option:
@@ -114,6 +116,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("--ragbench-resume", "continue the newest interrupted run of the report directory: "
            "its finished items are kept and not run again, the report covers the whole run",
            type="bool", default=False, action="store_true"),
+    # One run spread over machines (run/shards.py)
+    Option("--ragbench-shard", "run shard I/N of the evaluation items (a stable partition by "
+           "case; also JOB_COMPLETION_INDEX with RAGBENCH_SHARDS, SLURM_ARRAY_TASK_ID with "
+           "SLURM_ARRAY_TASK_COUNT); gates are decided when the shards are merged"),
+    Option("--ragbench-shard-durations", "balance the shards by the mean duration of each "
+           "item kind in this saved run or results.json (the same file on every machine)"),
+    Option("--ragbench-merge", "report on the records of these shard report folders instead "
+           "of running the items (what `ragbench merge` runs)",
+           type="args", default=[], action="extend", ini=False),
 )
 
 # Ini-only keys (no flag).
@@ -130,7 +141,8 @@ INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
     ("ragbench_corpus", "document folders/files indexed by the default retriever", "linelist", []),
     # Honest intervals (issue 15): gates need this many scored items; clustered cases.
     ("ragbench_gate_min_n", "fewer scored items than this and a gate is not checked "
-     "(fails under --ragbench-gate ci-lower; default 5)", "string", "5"),
+     f"(fails under --ragbench-gate ci-lower; default {GATE_MIN_N})", "string",
+     str(GATE_MIN_N)),
     ("ragbench_cluster_by", "a case field whose values group items that are not "
      "independent (default: the case field 'cluster')", "string", ""),
     # -- bounds on outside calls (issue 17) --

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -66,7 +67,7 @@ class RagbenchConfig:
     # ragbench_k); also the number of contexts the built-in systems retrieve.
     k: int | None = None
     # Honest intervals (issue 15).
-    gate_min_n: int = 5
+    gate_min_n: int = options.GATE_MIN_N
     cluster_by: str | None = None
     judge_labels: Path | None = None
     # Qdrant (issue 18): a server URL or a local-mode path (a folder or ":memory:")
@@ -103,6 +104,9 @@ class RagbenchConfig:
     resume: bool = False  # --ragbench-resume
     system_url: str | None = None  # a RAG service evaluated over HTTP
     stream: bool = False  # --ragbench-stream: answers streamed and timed (TTFT, ITL)
+    shard: str | None = None  # "I/N": this process runs one shard (run/shards.py)
+    merge_from: tuple[Path, ...] = ()  # shard report folders merged instead of running items
+    shard_durations: Path | None = None  # a run whose per-kind durations balance the shards
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -182,6 +186,7 @@ class RagbenchConfig:
             "inconclusive": self.inconclusive,
             "system_url": mask_url(self.system_url),
             "stream": self.stream,
+            "shard": self.shard,
         })
 
 
@@ -416,7 +421,8 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         gates=settings["gates"],
         triggers=settings["triggers"],
         k=_optional_int("ragbench_k", config.getini("ragbench_k")),
-        gate_min_n=_int("ragbench_gate_min_n", config.getini("ragbench_gate_min_n") or 5),
+        gate_min_n=_int("ragbench_gate_min_n", config.getini("ragbench_gate_min_n")
+                        or options.GATE_MIN_N),
         cluster_by=str(config.getini("ragbench_cluster_by") or "").strip() or None,
         judge_labels=_optional_path_option(config, "ragbench_judge_labels"),
         **_qdrant_settings(config),
@@ -440,7 +446,25 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         resume=bool(options.value(config, "ragbench_resume")),
         system_url=options.value(config, "ragbench_system_url") or None,
         stream=bool(options.value(config, "ragbench_stream")),
+        **_shard_settings(config, invocation),
     )
+
+
+def _shard_settings(config: pytest.Config, invocation: Path) -> dict[str, Any]:
+    """``--ragbench-shard`` (or the scheduler's environment) and ``--ragbench-merge``."""
+    merge_from = tuple((invocation / p).resolve() for p in config.getoption("ragbench_merge")
+                       or [])
+    durations = _optional_path_option(config, "ragbench_shard_durations")
+    option = options.value(config, "ragbench_shard") or None
+    # run/shards.py reads the schedulers' variables; not imported when none is set
+    if merge_from or not (option or os.environ.get("JOB_COMPLETION_INDEX")
+                          or os.environ.get("SLURM_ARRAY_TASK_ID")):
+        return {"shard": None, "merge_from": merge_from, "shard_durations": durations}
+    from pytest_ragbench.run.shards import resolve
+
+    shard = resolve(option)
+    return {"shard": str(shard) if shard else None, "merge_from": merge_from,
+            "shard_durations": durations}
 
 
 def _qdrant_settings(config: pytest.Config) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pytest_ragbench.config.settings import PERTURBATION_KINDS
 from pytest_ragbench.errors import ConfigError, closest
 
 Need = Literal["ids", "scores", "texts", "embeddings", "judge", "database", "time"]
@@ -270,8 +271,7 @@ def define_metric(name: str, description: str, *, family: str = "answer",
 
 INF = math.inf
 # The perturbation kinds of --ragbench-perturb, each with its ``<kind>.holds`` metric.
-PERTURBATIONS = ("typos", "drop", "double", "case", "whitespace", "punctuation", "filler",
-                 "synonyms", "injection")
+PERTURBATIONS = PERTURBATION_KINDS
 IDS: tuple[Need, ...] = ("ids",)
 
 BUILTIN: tuple[MetricSpec, ...] = (

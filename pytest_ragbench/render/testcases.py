@@ -56,7 +56,6 @@ def _testcase_name(text: str) -> str:
 
 def gate_checks(document: dict[str, Any]) -> Iterator[Check]:
     """Every gate checked (a gate not checked is skipped)."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.results.gates import gate_line
 
     for verdict in document.get("gates") or []:
@@ -72,7 +71,6 @@ def gate_checks(document: dict[str, Any]) -> Iterator[Check]:
 
 def judged_checks(document: dict[str, Any]) -> Iterator[Check]:
     """Every judged metric: failed when too many of its items went unscored."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.results.judging import failure_line
 
     judge = document.get("judge") or {}
@@ -93,7 +91,6 @@ def judged_checks(document: dict[str, Any]) -> Iterator[Check]:
 
 def regression_checks(document: dict[str, Any], gated: bool) -> Iterator[Check]:
     """Every regression found; failed only when regressions fail the session."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.results.gates import regression_line
 
     label = (document.get("baseline") or {}).get("label") or "baseline"
@@ -112,7 +109,6 @@ def traffic_checks(document: dict[str, Any]) -> Iterator[Check]:
     a worse drift under ``--ragbench-fail-on drift`` (they are then failure lines); raised
     otherwise, it is reported as found.
     """
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.kinds.traffic.report import drift_line
 
     traffic = document.get("traffic") or {}

@@ -38,7 +38,6 @@ class TrafficFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield one item per interaction, in the file's order."""
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.collect.files import display_path
         from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem
         from pytest_ragbench.formats.otlp import read_otlp

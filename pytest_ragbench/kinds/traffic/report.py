@@ -187,3 +187,16 @@ def terminal_lines(traffic: dict[str, Any] | None) -> list[str]:
     else:
         lines.append(f"traffic drift: none significant ({traffic['tested']} tests, Holm)")
     return lines
+
+
+def report_section(records: Sequence[ItemRecord], settings: RagbenchConfig) -> Any:
+    """``results.json["traffic"]`` with its window table and drift lines (None: no traffic)."""
+    from pytest_ragbench.results.sections import ReportSection
+
+    part = section(records, settings)
+    if not part:
+        return ReportSection(key="traffic", title="traffic", data=None)
+    header, rows = window_rows(part)
+    lines = terminal_lines(part)
+    return ReportSection(key="traffic", title=lines[0], data=part, table=[header, *rows],
+                         text=lines[1 + 1 + len(rows):])
