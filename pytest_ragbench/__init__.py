@@ -42,6 +42,8 @@ _PUBLIC = {
                      "summarize", "proportion_half_width", "sample_size_for_half_width",
                      "Interval", "PairedTest", "PPIInterval", "Stratum"),
                     "pytest_ragbench.stats"),
+    # production traffic (README "Production traffic")
+    "RetrievalLog": "pytest_ragbench.monitor",
     # framework adapters: langchain, llama_index, haystack (each imports its framework)
     "adapters": "pytest_ragbench.adapters",
 }
@@ -51,7 +53,8 @@ __all__ = [
     "Answer", "CaseKind", "Context", "Document", "Embedder", "Field", "Generation",
     "Generator", "Interval", "ItemKind", "Judge", "LeaderboardRow", "MemoryHit",
     "MemoryStore", "Message", "Outcome", "PPIInterval", "PairedTest", "PassageSystem",
-    "ReportSection", "ResultsDocument", "Retriever", "RunContext", "Stratum", "System",
+    "ReportSection", "ResultsDocument", "RetrievalLog", "Retriever", "RunContext", "Stratum",
+    "System",
     "Usage", "adapters", "adjust_pvalues", "bootstrap_ci", "cohens_d", "converters",
     "define_metric", "evaluate_run", "paired_power", "paired_test", "power_table",
     "ppi_mean_ci", "proportion_half_width", "read_qrels", "read_run",

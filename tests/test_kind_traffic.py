@@ -101,7 +101,7 @@ def test_a_planted_drop_in_week_3_is_drift_and_raises_the_critical_trigger(
     assert {"mean_similarity", "user_feedback"} <= set(worse)
     assert all(c["before"] == "2026-W46" and c["after"] == "2026-W47" for c in worse.values())
     assert worse["mean_similarity"]["p_holm"] < 0.05 and worse["mean_similarity"]["high"] < 0
-    raised = {t["metric"]: t for t in document["triggers"] if t["raised"]}
+    raised = {t["metric"]: t for t in document["traffic"]["triggers"] if t["raised"]}
     assert set(raised) == {"traffic.mean_similarity"}  # no_results stays under 0.50
     assert raised["traffic.mean_similarity"]["high"] < 0.70
     assert any(line.startswith("drift traffic.mean_similarity") for line in

@@ -54,7 +54,7 @@ def test_a_conftest_section_reaches_every_report(pytester: pytest.Pytester,
     assert entry["files"] == ["exact_share.txt"]
     # the built-in sections come first, through the same hook
     assert [s["key"] for s in results["sections"]] == ["robustness", "ragcsv", "beir",
-                                                       "exact_share"]
+                                                       "traffic", "exact_share"]
 
     output = result.stdout.str().splitlines()
     start = output.index("exact answers: share per category")

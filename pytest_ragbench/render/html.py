@@ -533,6 +533,7 @@ def traffic_plot(document: dict[str, Any]) -> str:
 
 def trigger_section(document: dict[str, Any]) -> str:
     """Raised [triggers] alarms, at the top of the page."""
+    # lazy: imported at each session end, so a report section's class is the current one
     from pytest_ragbench.kinds.traffic.report import trigger_lines
 
     lines = trigger_lines(document.get("traffic"))

@@ -424,6 +424,7 @@ def _calibration_lines(document: dict[str, Any]) -> list[str]:
 
 def _trigger_lines(document: dict[str, Any]) -> list[str]:
     """Raised [triggers] alarms of the traffic kind, first of all."""
+    # lazy: imported at each session end, so a report section's class is the current one
     from pytest_ragbench.kinds.traffic.report import trigger_lines
 
     return trigger_lines(document.get("traffic"))

@@ -16,6 +16,7 @@ from typing import Any
 
 from pytest_ragbench.config.settings import RagbenchConfig
 from pytest_ragbench.results.records import ItemRecord
+from pytest_ragbench.results.sections import ReportSection
 
 KIND = "traffic"
 # Seed 004's weekly report first, in its words.
@@ -189,10 +190,8 @@ def terminal_lines(traffic: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def report_section(records: Sequence[ItemRecord], settings: RagbenchConfig) -> Any:
+def report_section(records: Sequence[ItemRecord], settings: RagbenchConfig) -> ReportSection:
     """``results.json["traffic"]`` with its window table and drift lines (None: no traffic)."""
-    from pytest_ragbench.results.sections import ReportSection
-
     part = section(records, settings)
     if not part:
         return ReportSection(key="traffic", title="traffic", data=None)
