@@ -116,7 +116,7 @@ def test_a_planted_drop_in_week_3_is_drift_and_raises_the_critical_trigger(
     every = json.dumps(document) + (project.report_dir() / "items.jsonl").read_text()
     assert "user-3" not in every and hash_user("user-3") in every  # ids hashed
     html = project.html()
-    assert "id=traffic" in html and "CRITICAL: traffic.mean_similarity" in html
+    assert "id=\"section-traffic\"" in html and "CRITICAL: traffic.mean_similarity" in html
 
 
 def test_without_a_planted_drop_nothing_fails(project: RagbenchProject) -> None:

@@ -16,7 +16,6 @@ from typing import Any
 
 from pytest_ragbench.config.settings import RagbenchConfig
 from pytest_ragbench.results.records import ItemRecord
-from pytest_ragbench.results.sections import ReportSection
 
 KIND = "traffic"
 # Seed 004's weekly report first, in its words.
@@ -190,8 +189,11 @@ def terminal_lines(traffic: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def report_section(records: Sequence[ItemRecord], settings: RagbenchConfig) -> ReportSection:
+def report_section(records: Sequence[ItemRecord], settings: RagbenchConfig) -> Any:
     """``results.json["traffic"]`` with its window table and drift lines (None: no traffic)."""
+    # lazy: the class the session checks sections against (pytester may re-import it)
+    from pytest_ragbench.results.sections import ReportSection
+
     part = section(records, settings)
     if not part:
         return ReportSection(key="traffic", title="traffic", data=None)
