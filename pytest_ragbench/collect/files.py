@@ -127,7 +127,6 @@ class CaseFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield one item per case and item kind, and one failing item per bad record."""
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.cases.raw import gc_paused
 
         with gc_paused():  # see cases/raw.py: millions of objects, no cycles
@@ -137,7 +136,6 @@ class CaseFile(pytest.File):
 
     def _entries(self) -> list[tuple[int, pytest.Item]]:
         """(line, item) for every item of the file."""
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.cases.build import build_cases
         from pytest_ragbench.cases.loaders import read_case_file
         from pytest_ragbench.cases.model import Case
@@ -160,7 +158,6 @@ class CaseFile(pytest.File):
         for case in result.cases:
             if case.review == "rejected" or (case.review == "draft" and not drafts):
                 # Generated cases a person has not accepted: see README "Generating cases".
-                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.collect.selection import note_not_collected
 
                 note_not_collected(self.config, f"{case.review} case")
@@ -176,7 +173,6 @@ class CaseFile(pytest.File):
                         self, error, kinds[0].name, f"{case.id}@{case.line}")))
                 continue
             if not settings.evaluate and not item_kinds_for(case.kind, False):
-                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.collect.selection import note_not_collected
 
                 note_not_collected(self.config, f"{case.kind} case")
@@ -227,7 +223,6 @@ def ragcsv_stem(path: Path) -> str:
 
 
 def _systems(config: pytest.Config, item_kind: Any) -> tuple[str | None, ...]:
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.collect.items import systems_for
 
     return systems_for(item_kind, get_config(config).systems, config=config)
@@ -238,7 +233,6 @@ class BeirDataset(pytest.Directory):
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         """Yield the qrels file of the split; a folder with no usable split fails once."""
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.collect.items import InvalidCaseItem
         from pytest_ragbench.formats.beir import qrels_splits
 
@@ -282,7 +276,6 @@ class BeirQrels(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield the items in the order of the qrels file."""
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.cases.model import BeirCase
         from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem
         from pytest_ragbench.formats.beir import QrelsLines, corpus_ids, read_qrels, read_queries
@@ -386,7 +379,6 @@ class RagcsvFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield one item per readable row and one failing item per unreadable row."""
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.cases.model import RagcsvCase, RagcsvFragment
         from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem
         from pytest_ragbench.formats.ragcsv import read_ragcsv

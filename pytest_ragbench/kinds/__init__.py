@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pytest_ragbench.config.settings import RagbenchConfig
+from pytest_ragbench.config.settings import PERTURBATION_KINDS, RagbenchConfig
 from pytest_ragbench.errors import ConfigError, did_you_mean
 from pytest_ragbench.systems.components import name_component
 from pytest_ragbench.systems.protocols import AnswerRequest
@@ -105,7 +105,6 @@ class CaseKind:
     def make_class(self) -> type:
         """The case class to build."""
         if self.case_class is None:
-            # lazy: kept out of a plain pytest run
             from pytest_ragbench.cases.model import CustomCase
 
             return CustomCase
@@ -224,8 +223,6 @@ _SOURCES = ("source_hit@k", "source_recall@k", "source_mrr", "source_ndcg@k",
 _JUDGED = ("faithfulness", "answer_relevancy")
 _FACTS = "fact_recall"  # the share of a case's expected_facts the answer states
 _STREAM = ("ttft_ms", "itl_ms")  # a streamed answer's latency (--ragbench-stream)
-_PERTURBATIONS = ("typos", "drop", "double", "case", "whitespace", "punctuation", "filler",
-                  "synonyms", "injection")  # config.PERTURBATION_KINDS
 _CASES = "pytest_ragbench.cases"
 _PREPARE = "pytest_ragbench.kinds.preparation"  # what a kind imports before its first item
 
@@ -248,6 +245,8 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
     CaseKind("beir", None, f"{_CASES}.model:BeirCase", breakdown=("dataset",),
              description="a judged query of a BEIR folder"),
     CaseKind("ragcsv", None, f"{_CASES}.model:RagcsvCase", description="a row of a RAGCSV file"),
+    CaseKind("traffic", None, "pytest_ragbench.kinds.traffic.case:TrafficCase",
+             breakdown=("window",), description="a logged interaction of a deployed app"),
     # Item thresholds: the rule each default states is in the comment beside it; what the
     # embedded default system measured against them is in test_cases/ragbench.toml. The
     # answer kinds (hybrid, vector, ragas, ragcsv) also require every one of a case's
@@ -312,6 +311,13 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              "graded answer accuracy on a RAGCSV row", EVALUATION,
              ("ragbench_config", "ragbench_llm", "ragbench_judge"),
              ("accuracy", "total_time_ms", *_STREAM, _FACTS), {_FACTS: 1.0}),
+    # Logged interactions are scored as they were logged, never failed per item: gate the
+    # means, watch the windows (drift) and set [triggers] (README "Production traffic").
+    ItemKind("traffic", "traffic", "pytest_ragbench.kinds.traffic.runner:run",
+             "a deployed app's logged interaction, without a reference", EVALUATION,
+             ("ragbench_config",),
+             ("retrieved_count", "no_results", "top_similarity", "mean_similarity",
+              "user_feedback", "latency_ms", "declined", *_JUDGED, "judge_relevance"), {}),
     # robust[<case kind>-<id>], made by robust.collect for the case kinds it perturbs. The
     # thresholds bound each perturbed question's properties, set by what they mean: RBO 0.5
     # (p = 0.9, top 5) keeps the top 2 with the other 3 replaced (0.54) and fails when only
@@ -320,7 +326,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
     ItemKind("robust", ANY_CASE_KIND, "pytest_ragbench.kinds.robust.runner:run",
              "perturbed questions with metamorphic checks (--ragbench-robustness)", EVALUATION,
              ("ragbench_config",),
-             (*(f"{p}.holds" for p in _PERTURBATIONS), "rbo", "jaccard",
+             (*(f"{p}.holds" for p in PERTURBATION_KINDS), "rbo", "jaccard",
               "expected_sources_kept", "answer_similarity", "injection_resisted"),
              {"rbo": 0.5, "expected_sources_kept": 1.0, "answer_similarity": 0.5,
               "injection_resisted": 1.0}),
@@ -389,7 +395,6 @@ def build_registry(results: Iterable[Iterable[Any] | None]) -> KindRegistry:
 
 def registered(metric: str) -> bool:
     """True when the metric registry defines ``metric`` (``x@k``: x with any cut-off)."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.metrics.registry import REGISTRY
 
     name = metric[:-2] + "@1" if metric.endswith("@k") else metric
@@ -406,7 +411,6 @@ def _add(definition: CaseKind | ItemKind, case_kinds: dict[str, CaseKind],
 
 def _check(found: KindRegistry, definitions: list[CaseKind | ItemKind]) -> None:
     """Check the kinds a plugin added, and register the metrics they bring."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.metrics.registry import REGISTRY, DuplicateMetricError
 
     for definition in definitions:
@@ -523,7 +527,6 @@ class RunContext:
         The call is timed (the system's service time, not the wait for a prefetch slot)
         and what came back is kept for the report's drill-down.
         """
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.systems.trace import MAX_TRACES, answer_trace
 
         system = self.system()
