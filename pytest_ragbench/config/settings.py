@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_ragbench.config import options
+from pytest_ragbench.config.perturbations import PERTURBATION_KINDS
 from pytest_ragbench.config.ragcsv_env import env_setting, ragcsv_env_files
 from pytest_ragbench.errors import ConfigError, did_you_mean
 from pytest_ragbench.redact import mask_url, scrub_data
@@ -23,8 +24,6 @@ if TYPE_CHECKING:
 
 FAIL_ON = ("regression", "drift", "critical")
 WINDOWS = ("day", "week", "month")  # stats/traffic.py
-PERTURBATION_KINDS = ("typos", "drop", "double", "case", "whitespace", "punctuation",
-                      "filler", "synonyms", "injection")
 
 
 @dataclass(frozen=True)

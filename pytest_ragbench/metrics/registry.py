@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pytest_ragbench.config.settings import PERTURBATION_KINDS
+from pytest_ragbench.config.perturbations import PERTURBATION_KINDS
 from pytest_ragbench.errors import ConfigError, closest
 
 Need = Literal["ids", "scores", "texts", "embeddings", "judge", "database", "time"]
