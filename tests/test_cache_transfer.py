@@ -121,7 +121,8 @@ def test_command_line_round_trip_and_errors_name_the_file(tmp_path: Path) -> Non
     assert "notes.txt" in wrong.stderr and "Traceback" not in wrong.stderr
     sqlite3.connect(tmp_path / "plain.db").execute("CREATE TABLE t (x)").connection.close()
     foreign = _ragbench("import", "--cache=other", "plain.db", cwd=tmp_path)
-    assert foreign.returncode == 2 and "not a pytest-ragbench cache export" in foreign.stderr
+    assert foreign.returncode == 2
+    assert "not a pytest-ragbench cache file or export" in foreign.stderr
     missing = _ragbench("merge", "--cache=other", "nowhere", cwd=tmp_path)
     assert missing.returncode == 2 and "nowhere: no such cache folder" in missing.stderr
     itself = _ragbench("merge", "--cache=other", "other", cwd=tmp_path)

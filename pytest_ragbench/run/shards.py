@@ -26,6 +26,7 @@ import pytest
 from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.results.records import REPORT_ATTRIBUTE
 from pytest_ragbench.run.resume import FREE_SETTINGS as RESUME_FREE_SETTINGS
+from pytest_ragbench.run.resume import differences
 
 # Settings that may differ between shards and their merge: they change no item's record
 # (the gates among them are decided at the merge).
@@ -278,7 +279,7 @@ def merge(folders: Iterable[Path], settings: dict[str, Any], version: Mapping[st
         raise ConfigError("--ragbench-merge: the shards split the items differently: "
                           + "; ".join(s.name for s in shards))
     for shard in shards:
-        changed = _differences(shard.shard.get("settings") or {}, settings)
+        changed = differences(shard.shard.get("settings") or {}, settings)
         if changed:
             raise ConfigError(f"--ragbench-merge: {shard.name} ran with other settings than "
                               f"this merge ({'; '.join(changed)}); merge with the shards' "
@@ -297,12 +298,6 @@ def merge(folders: Iterable[Path], settings: dict[str, Any], version: Mapping[st
         records.update(shard.records)
         owner.update(dict.fromkeys(shard.records, shard))
     return Merged(records, shards, totals.pop(), settings)
-
-
-def _differences(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
-    names = sorted(set(before) | set(now))
-    return [f"{name}: {before.get(name)!r} -> {now.get(name)!r}" for name in names
-            if before.get(name) != now.get(name)][:5]
 
 
 class ShardSelection:

@@ -110,6 +110,25 @@ class Notice:
         warnings.warn(message, CacheWarning, stacklevel=3)
 
 
+def open_read_only(path: Path) -> sqlite3.Connection | None:
+    """A cache file opened read-only (as immutable where its WAL index cannot be created).
+
+    None when it cannot be read as a cache file (no ``entries`` table).
+    """
+    location = path.resolve().as_posix()
+    for query in ("mode=ro", "immutable=1"):
+        conn = None
+        try:
+            conn = sqlite3.connect(f"file:{location}?{query}", uri=True,
+                                   check_same_thread=False)
+            conn.execute("SELECT COUNT(*) FROM entries").fetchone()
+            return conn
+        except sqlite3.DatabaseError:
+            if conn is not None:
+                conn.close()
+    return None
+
+
 class SqliteStore:
     """A key → bytes table in one SQLite file; one connection per thread.
 
@@ -194,18 +213,7 @@ class SqliteStore:
 
     def _open_read_only(self) -> sqlite3.Connection | None:
         """The file opened read-only; as immutable where its WAL index cannot be created."""
-        location = self.path.resolve().as_posix()
-        for query in ("mode=ro", "immutable=1"):
-            conn = None
-            try:
-                conn = sqlite3.connect(f"file:{location}?{query}", uri=True,
-                                       check_same_thread=False)
-                conn.execute("SELECT COUNT(*) FROM entries").fetchone()
-                return conn
-            except sqlite3.DatabaseError:
-                if conn is not None:
-                    conn.close()
-        return None
+        return open_read_only(self.path)
 
     def _move_aside(self, exc: sqlite3.DatabaseError) -> bool:
         """Rename a corrupt file (and its WAL files) so that a new one is started."""

@@ -22,7 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.errors import ConfigError
-from pytest_ragbench.systems.cache import STORE_FILES, SqliteStore, prepare_cache_dir
+from pytest_ragbench.systems.cache import (
+    STORE_FILES,
+    SqliteStore,
+    open_read_only,
+    prepare_cache_dir,
+)
 
 EXPORT_FORMAT = "pytest-ragbench cache export 1"
 _BATCH = 2_000
@@ -61,20 +66,11 @@ class TransferReport:
 
 
 def _read_only(path: Path) -> sqlite3.Connection:
-    """``path`` opened read-only (as immutable where its WAL index cannot be created)."""
-    location = path.resolve().as_posix()
-    error: sqlite3.DatabaseError | None = None
-    for query in ("mode=ro", "immutable=1"):
-        conn = None
-        try:
-            conn = sqlite3.connect(f"file:{location}?{query}", uri=True)
-            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-            return conn
-        except sqlite3.DatabaseError as exc:
-            error = exc
-            if conn is not None:
-                conn.close()
-    raise ConfigError(f"{path}: cannot be read as a cache file ({error})")
+    """``path`` opened read-only; ConfigError when it is not a cache file or an export."""
+    conn = open_read_only(path)
+    if conn is None:
+        raise ConfigError(f"{path}: not a pytest-ragbench cache file or export")
+    return conn
 
 
 def _folder_entries(folder: Path) -> Iterator[tuple[str, list[tuple[str, bytes]]]]:
@@ -85,10 +81,6 @@ def _folder_entries(folder: Path) -> Iterator[tuple[str, list[tuple[str, bytes]]
             continue
         conn = _read_only(path)
         try:
-            tables = {row[0] for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if "entries" not in tables:
-                raise ConfigError(f"{path}: not a pytest-ragbench cache file (no entries table)")
             rows = conn.execute("SELECT key, value FROM entries ORDER BY key")
             while batch := rows.fetchmany(_BATCH):
                 yield name, [(str(key), bytes(value)) for key, value in batch]
