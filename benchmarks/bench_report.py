@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.config.settings import RagbenchConfig
+from pytest_ragbench.kinds.report_sections import builtin_sections
 from pytest_ragbench.render import files, html, terminal
 from pytest_ragbench.results import document
 from pytest_ragbench.results.records import ItemRecord
@@ -95,7 +96,8 @@ def make_records(n: int, systems: tuple[str, ...], seed: int = 0) -> list[ItemRe
 def build(records: list[ItemRecord], folder: Path, systems: tuple[str, ...]
           ) -> tuple[dict[str, Any], RagbenchConfig]:
     settings = RagbenchConfig(rootpath=folder, report_dir=folder / "out", systems=systems)
-    doc = document.build(records, settings, run=files.run_info(folder), components={})
+    doc = document.build(records, settings, run=files.run_info(folder), components={},
+                         report_sections=builtin_sections)
     return doc, settings
 
 

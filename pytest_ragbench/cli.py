@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.datasets import command as dataset_cli
+from pytest_ragbench.datasets.generate import command as generate_cli
+from pytest_ragbench.kinds.traffic import sample_command
+from pytest_ragbench.systems import cache_transfer
 
 
 def verification_kinds() -> dict[str, str]:
     """``{case kind: its verification item kind}`` of the built-in kinds."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.kinds import VERIFICATION, builtin_registry
 
     return {kind.case_kind: kind.name for kind in builtin_registry().item_kinds.values()
@@ -90,7 +92,8 @@ class VerifyReporter:
 
 def _verify(args: argparse.Namespace) -> int:
     reporter = VerifyReporter(verification_kinds()[args.kind], write_report=bool(args.report))
-    pytest_args = [*args.paths, "-p", "no:cacheprovider", "-q"]
+    # Generated drafts are verified too: checking them is part of reviewing them.
+    pytest_args = [*args.paths, "-p", "no:cacheprovider", "-q", "--ragbench-drafts"]
     if args.db_url:
         pytest_args += ["--ragbench-db-url", args.db_url]
     if args.report:
@@ -106,6 +109,27 @@ def _verify(args: argparse.Namespace) -> int:
 def _metrics(args: argparse.Namespace) -> int:
     """``pytest --ragbench-metrics``: the kinds of this project (its conftest.py too)."""
     return int(pytest.main(["--ragbench-metrics", "-p", "no:cacheprovider", *args.pytest_args]))
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """``pytest --ragbench-merge=DIR ...``: the shards' records, one report.
+
+    ``--ragbench`` is passed when the shards ran with it (their results.json says so).
+    """
+    import json
+    from pathlib import Path
+
+    evaluate = False
+    for folder in args.shards:
+        try:
+            document = json.loads((Path(folder) / "results.json").read_text(encoding="utf-8"))
+            evaluate = evaluate or bool(document["config"]["evaluate"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # the session names what is wrong with the folder
+    pytest_args = [*(["--ragbench"] if evaluate else []), f"--ragbench-report={args.out}",
+                   "-p", "no:cacheprovider", "-p", "no:xdist",
+                   *[f"--ragbench-merge={d}" for d in args.shards], *args.pytest_args]
+    return int(pytest.main(pytest_args))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -135,7 +159,23 @@ def build_parser() -> argparse.ArgumentParser:
     metrics.add_argument("pytest_args", nargs=argparse.REMAINDER,
                          help="further arguments passed to pytest (e.g. -p myplugin)")
     metrics.set_defaults(func=_metrics)
+    merge = commands.add_parser(
+        "merge", help="combine the report folders of shards into one report",
+        description="Build the report of one run from the report folders of its shards "
+                    "(--ragbench-shard=I/N): results.json, items.jsonl, report.html, "
+                    "leaderboard row, gates (with --junitxml: as testcases) and the exit "
+                    "code, as one machine running every item would. Run it where the shards "
+                    "ran (the same project, settings and code version).")
+    merge.add_argument("--out", required=True, metavar="DIR", help="the merged report folder")
+    merge.add_argument("shards", nargs="+", metavar="DIR", help="the shards' report folders")
+    merge.add_argument("--pytest-args", nargs=argparse.REMAINDER, default=[],
+                       help="the settings the shards ran with (e.g. --ragbench-systems "
+                            "dense,bm25) and further pytest arguments (--junitxml=...)")
+    merge.set_defaults(func=_merge)
     dataset_cli.register(commands)
+    generate_cli.register(commands)
+    sample_command.register(commands)
+    cache_transfer.register(commands)
     return parser
 
 

@@ -38,3 +38,21 @@ def pytest_ragbench_item_kinds(config: pytest.Config) -> Sequence[Any] | None:
     conftest.py at the rootdir (or in the folder pytest is started from). README section
     "Adding a kind" shows a complete one.
     """
+
+
+@pytest.hookspec
+def pytest_ragbench_report_sections(config: pytest.Config, document: Any) -> Any:
+    """Return report sections to add: a ``ReportSection``, a list of them, or None.
+
+    ``document`` is the session's :class:`~pytest_ragbench.results.document.ResultsDocument`
+    (``document.records`` are the item records in node-id order, ``document.systems`` the
+    systems, ``document.metrics`` and the rest as in results.json). A section
+    (``pytest_ragbench.ReportSection``) has a ``key`` and JSON ``data`` (results.json
+    holds ``data`` under ``key``), a ``title``, a ``table`` (rows, header first) and
+    ``text`` lines, which the terminal summary and report.html print with the same number
+    formatting as their own tables; ``files`` it writes into the report dir and
+    ``leaderboard`` rows are optional. Called once, in the controller, at session end; a
+    section that fails or is invalid is left out and named in a warning, the rest of the
+    report stands. The built-in BEIR, RAGCSV and robustness sections come through this hook
+    too (first). README section "Adding a kind" shows one.
+    """

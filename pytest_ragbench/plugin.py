@@ -1,8 +1,16 @@
 """The pytest entry point (``-p ragbench``): options, markers, collection hooks, records.
 
 Kept thin on purpose: nothing heavy is imported here, and a session with no case
-files and no ``--ragbench*`` flag is not affected at all. The hooks import the rest of the
-package inside functions (lazy: kept out of a plain pytest run).
+files and no ``--ragbench*`` flag is not affected at all.
+
+The import policy, stated once here and enforced by tests/test_import_graph.py: the
+*plugin tier* is this module, what pytest imports to load it (config/options.py,
+config/__init__.py), the built-in hooks registered at load (kinds/, kinds/report_sections.py),
+every module these hooks import (collection, fixtures, the session's lifecycle) and what
+those import at module level. A module of the plugin tier imports the rest of the package,
+and any heavy library, inside the function that needs it, so that a plain pytest run
+loads neither; such imports carry no comment. Anywhere else a function-level import of a
+package module says why in a ``# lazy:`` comment (or loads a heavy library).
 """
 
 from __future__ import annotations
@@ -36,9 +44,11 @@ SIGNALS_KEY = pytest.StashKey[Any]()  # the SignalWatch (SIGTERM as Ctrl-C)
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """Register the plugin's own hooks (``pytest_ragbench_*``) and the built-in kinds."""
     from pytest_ragbench import hookspecs, kinds
+    from pytest_ragbench.kinds import report_sections
 
     pluginmanager.add_hookspecs(hookspecs)
     pluginmanager.register(kinds, "ragbench-kinds")  # through pytest_ragbench_item_kinds
+    pluginmanager.register(report_sections, "ragbench-report-sections")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -83,6 +93,11 @@ def pytest_configure(config: pytest.Config) -> None:
     except ConfigError as exc:
         raise pytest.UsageError(scrub(f"ragbench: {exc}")) from None
     config.stash[CONFIG_KEY] = settings
+    if settings.shard or settings.merge_from:
+        from pytest_ragbench.run.shards import ShardSelection
+
+        config.pluginmanager.register(ShardSelection(settings),
+                                      "ragbench-shard-selection")
     if settings.evaluate and hasattr(config, "workerinput"):  # each worker: its share of CPUs
         from pytest_ragbench.run.threads import limit_worker_threads
 
@@ -105,6 +120,10 @@ def pytest_configure(config: pytest.Config) -> None:
         except ConfigError as exc:
             raise pytest.UsageError(scrub(f"ragbench: {exc}")) from None
         config.pluginmanager.register(session, "ragbench-session")
+        if session.merged is not None:
+            from pytest_ragbench.run.shards import Replay
+
+            config.pluginmanager.register(Replay(session.merged.records), "ragbench-replay")
         if settings.evaluate and config.pluginmanager.hasplugin("xdist"):
             from pytest_ragbench.run.worker_groups import WorkerGroups
 
@@ -160,7 +179,8 @@ def _register_system_fixtures(config: pytest.Config) -> None:
 
 def _add_case_paths(config: pytest.Config, settings: RagbenchConfig) -> None:
     """Collect the case folders (ini ``ragbench_cases``) even when testpaths points elsewhere."""
-    _, added = collected_paths(config, settings.case_paths, settings.ragcsv_files,
+    _, added = collected_paths(config, settings.case_paths,
+                               (*settings.ragcsv_files, *settings.traffic_files),
                                settings.evaluate)
     config.args += [str(path) for path in added]
 
@@ -244,22 +264,23 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     """Return a case-file collector for files that hold cases.
 
     A file in the format of a kind that reads its own (``ItemKind.reader``, found by its
-    suffix) goes to that kind's collector.
+    name, or listed in the configuration) goes to that kind's collector.
     """
     suffix = file_path.suffix
     found = None
     if suffix == ".py":
         if not file_path.name.endswith("_test_cases.py"):
             return None
-    elif suffix not in CASE_FILE_SUFFIXES:
+    else:
         from pytest_ragbench.kinds import registry
 
-        found = registry(parent.config).file_reader(suffix)
-        if found is None:
+        found = registry(parent.config).file_reader(file_path, parent.config)
+        if found is None and suffix not in CASE_FILE_SUFFIXES:
             return None  # the common case: decided without reading any file
+    listed = found is not None and found[1].lists(file_path, parent.config)
     own_format = found is not None and found[1].detect is not None \
         and found[1].detects(file_path)
-    if not _locations(parent.config).is_case_file(file_path, own_format):
+    if not (listed or _locations(parent.config).is_case_file(file_path, own_format)):
         return None
     if found is not None and not _reader_on(parent.config, found[0]):
         _left_out(parent.config, found[1], file_path)
@@ -312,14 +333,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     ``--ragbench-resume``: deselect the items the continued run has finished.
     """
-    limit = get_config(config).limit
-    if limit:
+    settings = get_config(config)
+    if settings.limit:
         from pytest_ragbench.collect.selection import limit_per_file
 
-        kept, dropped = limit_per_file(items, limit)
+        kept, dropped = limit_per_file(items, settings.limit)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
+    sample = get_config(config).sample
+    if sample:  # the judged traffic sample, drawn from every traffic item
+        from pytest_ragbench.kinds.traffic.sampling import choose
+
+        choose(config, items, sample)
     finished = config.stash.get(KEPT_KEY, frozenset())
     if finished:
         done = [item for item in items if item.nodeid in finished]

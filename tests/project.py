@@ -27,6 +27,36 @@ from tests.helpers import make_scores_db
 REPORT = ".ragbench"  # the default report dir (--ragbench-report=DIR moves it)
 
 
+def validate_results(path: Path) -> dict[str, Any]:
+    """``results.json`` at ``path``, checked against the schema the package ships.
+
+    The schema written beside it must be the shipped one too. Every run of a project
+    (:meth:`RagbenchProject.run`) and every read of its results passes through here.
+    """
+    from pytest_ragbench.results.document import SCHEMA_FILE, schema_text
+
+    data: dict[str, Any] = json.loads(path.read_text())
+    beside = path.parent / SCHEMA_FILE
+    assert beside.is_file(), f"{beside} was not written beside {path}"
+    assert json.loads(beside.read_text()) == json.loads(schema_text()), \
+        f"{beside} is not the shipped schema"
+    problems = schema_problems(data)
+    assert not problems, f"{path} does not match results.schema.json: " + "; ".join(problems)
+    return data
+
+
+def schema_problems(document: dict[str, Any]) -> list[str]:
+    """Where a results document (as JSON) breaks the shipped schema (the first five)."""
+    import jsonschema
+
+    from pytest_ragbench.results.document import schema_text
+
+    validator = jsonschema.Draft202012Validator(json.loads(schema_text()))
+    errors = sorted(validator.iter_errors(json.loads(json.dumps(document))), key=str)
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message[:300]}"
+            for e in errors[:5]]
+
+
 class RagbenchProject:
     """A ragbench project in a pytester directory: case files, settings, runs and reports."""
 
@@ -104,8 +134,22 @@ class RagbenchProject:
             timeout: float | None = None) -> pytest.RunResult:
         """Run pytest in the project: in-process, or in a fresh interpreter."""
         if subprocess:
-            return self.pytester.runpytest_subprocess(*args, timeout=timeout)
-        return self.pytester.runpytest(*args)
+            result = self.pytester.runpytest_subprocess(*args, timeout=timeout)
+        else:
+            result = self.pytester.runpytest(*args)
+        reports = [a.partition("=")[2] for a in args if a.startswith("--ragbench-report=")]
+        for report in reports or [REPORT]:
+            found = self.path / report / "results.json"
+            if found.is_file() and found.stat().st_mtime >= self._started(result):
+                validate_results(found)
+        return result
+
+    @staticmethod
+    def _started(result: pytest.RunResult) -> float:
+        """When the run began (a results.json older than that is an earlier run's)."""
+        import time
+
+        return time.time() - result.duration - 1.0
 
     # -- reading the reports ---------------------------------------------------------------
 
@@ -114,9 +158,8 @@ class RagbenchProject:
         return self.path / report
 
     def results(self, report: str = REPORT) -> dict[str, Any]:
-        """The session's ``results.json``."""
-        data: dict[str, Any] = json.loads((self.report_dir(report) / "results.json").read_text())
-        return data
+        """The session's ``results.json`` (checked against the shipped schema)."""
+        return validate_results(self.report_dir(report) / "results.json")
 
     def items(self, report: str = REPORT) -> list[dict[str, Any]]:
         """The session's ``items.jsonl`` records, in file order."""

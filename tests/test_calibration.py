@@ -19,6 +19,7 @@ from pytest_ragbench.render import terminal
 from pytest_ragbench.results import calibration, document, gates
 from pytest_ragbench.results.records import ItemRecord
 from pytest_ragbench.stats import core as stats
+from tests.project import schema_problems
 
 KEYS = {"n_labeled", "n_judged", "judge_mean", "human_mean", "agreement", "kappa", "bias",
         "bias_ci_low", "bias_ci_high", "ppi_mean", "ppi_ci_low", "ppi_ci_high", "ppi_method",
@@ -41,8 +42,10 @@ def build(records: list[ItemRecord], labels: list[Label] | None = None,
     if labels is not None:
         label_file = LabelFile(Path("labels.jsonl"), list(labels), list(errors or []),
                                len(labels) + len(errors or []))
-    return document.build(records, config, run={"id": "r", "time": "t"}, components={},
-                          gate_list=gate_list, labels=label_file)
+    result = document.build(records, config, run={"id": "r", "time": "t"}, components={},
+                            gate_list=gate_list, labels=label_file)
+    assert schema_problems(result) == []  # judge_calibration and judge_labels included
+    return result
 
 
 def biased_run(n: int = 120, labeled: int = 40, seed: int = 5

@@ -18,7 +18,7 @@ from pytest_ragbench.datasets.export import read_jsonl
 from pytest_ragbench.datasets.sample import load_schema
 from tests.conftest import REPO_ROOT, oracle_file
 
-PHASE_CONFIG = REPO_ROOT / "datasets" / "quotas" / "phase1_phase2_800.toml"
+PHASE_CONFIG = REPO_ROOT / "pytest_ragbench" / "datasets" / "examples" / "phase1_phase2_800.toml"
 
 
 @pytest.mark.parametrize(("argv", "expected"), [

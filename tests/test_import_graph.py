@@ -7,7 +7,9 @@ from pathlib import Path
 from tests.import_graph import ImportGraph
 
 ROOT = Path(__file__).resolve().parents[1]
-PLUGIN_LOAD = ("pytest_ragbench.plugin", "pytest_ragbench.config.options", "pytest_ragbench.config")
+# plugin.py, what pytest imports to load it, and the built-in hooks pytest_addhooks registers
+PLUGIN_LOAD = ("pytest_ragbench.plugin", "pytest_ragbench.config.options", "pytest_ragbench.config",
+               "pytest_ragbench.kinds.report_sections")
 
 
 def test_no_import_cycle() -> None:
@@ -15,20 +17,43 @@ def test_no_import_cycle() -> None:
     assert ImportGraph.read(ROOT).cycles() == []
 
 
-def test_function_level_imports_say_why() -> None:
-    """An import inside a function loads a heavy library, or its ``# lazy:`` comment says why.
+def plugin_tier(graph: ImportGraph) -> set[str]:
+    """plugin.py's import policy (its docstring): the modules whose imports it governs.
 
-    On the plugin-load path (plugin.py, options.py, config.py and what they import at module
-    level) function-level imports keep the package out of a plain pytest run by design.
+    What pytest loads for the plugin, the modules the plugin's hooks import inside them,
+    and what all of those import at module level.
+    """
+    hooks = {t for found in graph.lazy if found.module == "pytest_ragbench.plugin"
+             for t in found.targets}
+    return set().union(*(graph.closure(m) for m in (*PLUGIN_LOAD, *hooks)))
+
+
+def test_function_level_imports_say_why() -> None:
+    """An import inside a function follows plugin.py's import policy, or says why.
+
+    In the plugin tier function-level imports keep the package out of a plain pytest run
+    by policy, with no comment; elsewhere one loads a heavy library or its ``# lazy:``
+    comment gives the reason.
     """
     graph = ImportGraph.read(ROOT)
-    load_path = set().union(*(graph.closure(m) for m in PLUGIN_LOAD))
+    load_path = plugin_tier(graph)
     unexplained = [
         f"{found.module}:{found.line} -> {', '.join(found.targets)}"
         for found in graph.lazy
         if found.module not in load_path and not found.has_reason
         and not any(graph.heavy(target) for target in found.targets)]
     assert unexplained == []
+
+
+def test_the_plugin_tier_loads_no_heavy_library_and_needs_no_lazy_comment() -> None:
+    """The policy's modules import nothing heavy at module level; no comment repeats it."""
+    graph = ImportGraph.read(ROOT)
+    tier = plugin_tier(graph)
+    assert {m: graph.heavy(m) for m in sorted(tier) if graph.heavy(m)} == {}
+    repeated = [f"{path.relative_to(ROOT)}:{n}" for path in (ROOT / "pytest_ragbench").rglob("*.py")
+                for n, line in enumerate(path.read_text().splitlines(), 1)
+                if "# lazy: kept out of a plain pytest run" in line]
+    assert repeated == []
 
 
 def test_plugin_load_path_loads_no_heavy_library() -> None:

@@ -90,7 +90,9 @@ def test_dataset_metrics_equal_beir_evaluate_retrieval(pytester: pytest.Pytester
                                                                    ("nba_mini", "R@100")}
     assert all(row["time"] for row in board)
     output = result.stdout.str()
-    assert "BEIR nba_mini" in output and "gate beir.nDCG@10" in output
+    assert "BEIR: dataset-level metrics" in output and "gate beir.nDCG@10" in output
+    row = next(line.split() for line in output.splitlines() if line.startswith("nba_mini "))
+    assert row[:3] == ["nba_mini", "(all)", "34"]  # dataset, system, judged queries
 
 
 def test_a_worse_retriever_turns_the_bundled_gates_red(pytester: pytest.Pytester,

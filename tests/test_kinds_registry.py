@@ -125,7 +125,9 @@ def test_every_builtin_metric_is_registered_with_range_direction_and_definition(
             assert spec.description, name
         for name in kind.thresholds:
             assert kind.emits(name), f"{kind.name}: default threshold on {name}"
-    assert PERTURBATIONS == PERTURBATION_KINDS == kinds._PERTURBATIONS
+    assert PERTURBATIONS is PERTURBATION_KINDS  # one list: config.settings
+    robust = registry.item_kinds["robust"]
+    assert {f"{p}.holds" for p in PERTURBATION_KINDS} <= set(robust.metric_names())
     assert REGISTRY.direction("total_time_ms") == "lower"
     assert REGISTRY.direction("source_hit@4") == "higher"
     assert REGISTRY.lookup("typos.holds").family == "robustness"
@@ -261,8 +263,8 @@ def test_a_misspelt_threshold_or_gate_stops_the_session(
 
 
 @pytest.mark.parametrize(("flag", "message"), [
-    ("--ragbench-fail-on=regresion", "--ragbench-fail-on must be 'regression', got "
-     "'regresion' (did you mean 'regression'?)"),
+    ("--ragbench-fail-on=regresion", "--ragbench-fail-on takes regression, drift, critical "
+     "(comma-separated), got 'regresion' (did you mean 'regression'?)"),
     ("--ragbench-gate=ci_lower", "--ragbench-gate must be 'mean' or 'ci-lower', got "
      "'ci_lower' (did you mean 'ci-lower'?)"),
 ])

@@ -61,7 +61,7 @@ def test_refused_replies_are_quoted(reply: str, mode: str) -> None:
 def test_a_long_reply_is_quoted_to_200_characters() -> None:
     with pytest.raises(GradeError) as info:
         read_grade("x" * 500, "text", high=10)
-    assert str(info.value).endswith("): " + repr("x" * 200 + "…"))
+    assert str(info.value).endswith("): " + repr("x" * 200 + " … (300 more characters)"))
 
 
 def test_the_scale_is_in_the_schema() -> None:

@@ -14,12 +14,15 @@ from scipy import stats as scipy_stats
 
 from pytest_ragbench.config.settings import RagbenchConfig
 from pytest_ragbench.errors import ConfigError
+from pytest_ragbench.kinds.ragcsv import report as ragcsv_report
+from pytest_ragbench.kinds.report_sections import builtin_sections
 from pytest_ragbench.render import terminal
-from pytest_ragbench.results import aggregate, document, gates
+from pytest_ragbench.results import document, gates
 from pytest_ragbench.results.records import ItemRecord
 from pytest_ragbench.results.runs import Baseline
 from pytest_ragbench.stats import core as stats
 from tests.conftest import oracle_file
+from tests.project import schema_problems
 
 
 def record(case_id: str, metrics: dict[str, float], *, kind: str = "vector",
@@ -36,8 +39,11 @@ def build(records: list[ItemRecord], baseline: list[ItemRecord] | None = None,
     gate_list = gates.parse_gates(config.gates) if config.gates else []
     old = Baseline("0001_base", Path("base.json"), baseline, {}) if baseline is not None \
         else None
-    return document.build(records, config, run={"id": "r", "time": "t"}, components={},
-                          baseline=old, gate_list=gate_list)
+    result = document.build(records, config, run={"id": "r", "time": "t"}, components={},
+                            baseline=old, gate_list=gate_list,
+                            report_sections=builtin_sections)
+    assert schema_problems(result) == []  # every document built here follows the schema
+    return result
 
 
 def test_metric_cell_counts_mean_std_and_bca_interval() -> None:
@@ -132,7 +138,7 @@ def test_ragcsv_blocks_use_the_ragcsv_quantiles_and_exact_format() -> None:
     records = [record(f"r{i}", {"accuracy": a, "total_time_ms": t}, kind="ragcsv",
                       thresholds={"accuracy": 75.0})
                for i, (a, t) in enumerate(zip(accuracy, times, strict=True))]
-    lines = terminal.ragcsv_lines(build(records))
+    lines = ragcsv_report.lines(build(records)["ragcsv"])
     # sorted[n * p / 100], the RAGCSV quantiles: with n=4, p25 -> sorted[1], p75 -> sorted[3].
     assert lines == [
         "=== RAGCSV Eval Accuracy (n=4) ===",
@@ -146,7 +152,7 @@ def test_ragcsv_blocks_use_the_ragcsv_quantiles_and_exact_format() -> None:
 
 
 def test_ragcsv_quantiles_on_a_hundred_values() -> None:
-    quantiles = aggregate.ragcsv_quantiles([float(v) for v in range(100, 0, -1)])
+    quantiles = ragcsv_report.ragcsv_quantiles([float(v) for v in range(100, 0, -1)])
     assert quantiles == {"min": 1.0, "p25": 26.0, "p50": 51.0, "p75": 76.0, "p90": 91.0,
                          "p99": 100.0, "max": 100.0, "avg": 50.5}
 

@@ -13,6 +13,7 @@ import pytest
 from pytest_ragbench.config.settings import RagbenchConfig
 from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.kinds.beir import report as beir
+from pytest_ragbench.kinds.report_sections import builtin_sections
 from pytest_ragbench.metrics import read_qrels, read_run
 from pytest_ragbench.render import files
 from pytest_ragbench.results import document, runs
@@ -137,8 +138,9 @@ def _trec_eval_output(name: str) -> dict[str, float]:
 def test_beir_run_file_and_metrics_match_trec_eval(tmp_path: Path) -> None:
     records = _trec_records()
     settings = RagbenchConfig(rootpath=tmp_path, report_dir=tmp_path / "report")
-    doc = document.build(records, settings, run=files.run_info(tmp_path), components={})
-    written = files.write_all(doc, records, settings)
+    typed = document.assemble(records, settings, run=files.run_info(tmp_path), components={},
+                              report_sections=builtin_sections)
+    written = files.write_all(typed.to_dict(), records, settings, sections=typed.sections)
     folder = tmp_path / "report"
     assert folder / "trec.run.trec" in written and folder / "trec.metrics.json" in written
     expected = _trec_eval_output("out.test.a")

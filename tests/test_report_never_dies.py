@@ -42,7 +42,8 @@ def test_a_plot_that_fails_is_one_warning_and_the_page_is_still_written(
         "be drawn (ValueError: 'xerr' must not contain negative values)",
         "*= ragbench =*",
         "verdict: PASSED*",
-        "report: .ragbench/ (items.jsonl, results.json, leaderboard.csv, report.html)",
+        "report: .ragbench/ (items.jsonl, results.json, results.schema.json, leaderboard.csv, "
+        "report.html)",
         "*12 passed, 1 warning, 1 gate passed in*"])
     page = project.html()
     assert _run_id(project) in page
@@ -69,7 +70,7 @@ def test_a_document_that_cannot_be_built_removes_the_stale_files(
     project.runpytest("--ragbench")
     folder = project.path / ".ragbench"
     assert (folder / "results.json").is_file() and (folder / "report.html").is_file()
-    monkeypatch.setattr(document, "build", broken)
+    monkeypatch.setattr(document, "assemble", broken)
     first_four = (project.path / "test_cases" / "toy.jsonl").read_text().splitlines()[:4]
     project.cases("toy.jsonl", "".join(line + "\n" for line in first_four))
     result = project.runpytest("--ragbench")

@@ -9,6 +9,7 @@ import pytest
 from scipy import stats as sps
 
 from pytest_ragbench.config.settings import RagbenchConfig
+from pytest_ragbench.kinds.report_sections import builtin_sections
 from pytest_ragbench.kinds.robust import report as robustness
 from pytest_ragbench.render import html, terminal
 from pytest_ragbench.results import document as document_mod
@@ -120,13 +121,18 @@ def test_no_section_without_robustness_items() -> None:
     other = ItemRecord(nodeid="f::vector[a]", kind="vector", case_kind="vector", case_id="a",
                        file="f", line=1, status="passed", metrics={"x.holds": 1.0})
     assert robustness.section([other], []) == {}
-    assert robustness.lines({"robustness": {}}) == []
-    assert robustness.html({"robustness": {}}) == ""
+    section = robustness.report_section([other], [])
+    assert section.data == {} and not section.table and not section.text
+    document = built([other])
+    assert document["robustness"] == {}
+    assert "robustness" not in "\n".join(terminal.render(document, [], None))
+    assert "section-robustness" not in html.render(document)
 
 
 def built(records: list[ItemRecord]) -> dict:
     settings = RagbenchConfig(rootpath=Path("."), evaluate=True, robustness=True)
-    return document_mod.build(records, settings, run={"id": "r"}, components={})
+    return document_mod.build(records, settings, run={"id": "r", "time": "t"}, components={},
+                              report_sections=builtin_sections)
 
 
 def test_results_json_terminal_and_html_carry_the_section() -> None:
@@ -140,9 +146,11 @@ def test_results_json_terminal_and_html_carry_the_section() -> None:
                                 "(Wilson)", "not", "checked"]
     assert block[2].split()[:4] == ["typos", "5", "3", "60.0%"]
     assert any("worst cases (2 failing)" in line for line in block)
-    assert any("typos: 'Whst is c?' (rbo = 0.2, needs >= 0.5)" in line for line in block)
+    assert any("typos: 'Whst is c?' (rbo = 0.2, needs >= 0.5; changed: typo 'a'->'s' at 3)"
+               in line for line in block)
     page = html.render(document)
-    assert "<h2>Robustness</h2>" in page and "<code>Whst is c?</code>" in page
+    assert "<h2>robustness: share of cases whose perturbed questions keep every property</h2>" \
+        in page and "Whst is c?" in page
     assert "60.0%" in page
 
 

@@ -171,6 +171,18 @@ def _enum_name(value: Any) -> str | None:
     return str(value)
 
 
+REVIEW_STATES = ("draft", "accepted", "rejected")
+
+
+def _review(value: Any) -> str | None:
+    """``review``: a generated case's state (drafts run only with ``--ragbench-drafts``)."""
+    if value is None:
+        return None
+    if value not in REVIEW_STATES:
+        raise ValueError(f"expected one of {', '.join(REVIEW_STATES)}, got {short_repr(value)}")
+    return str(value)
+
+
 def _records(value: Any) -> Any:
     """``ground_truth_data``: one mapping, or a list of mappings with the same keys."""
     if isinstance(value, dict):
@@ -331,7 +343,8 @@ RAGAS_FIELDS: dict[str, Field] = {
 COMMON: dict[str, Field] = {
     "category": _optional(_enum_name), "tags": _optional(_str_list),
     "thresholds": _optional(_thresholds), "cluster": _optional(_enum_name),
-    "human": _optional(_human),
+    "human": _optional(_human), "provenance": _optional(_mapping),
+    "review": _optional(_review),
 }
 
 

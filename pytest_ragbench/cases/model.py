@@ -44,6 +44,10 @@ class Case:
     cluster: str | None = None
     # A person's score of this case per metric (judge calibration, results/calibration.py).
     human: dict[str, float] = field(default_factory=dict)
+    # Where a generated case came from (source documents or rows, generator, model, seed),
+    # and its review state: None (hand-written), "draft", "accepted" or "rejected".
+    provenance: dict[str, Any] = field(default_factory=dict)
+    review: str | None = None
 
     @property
     def label(self) -> str:

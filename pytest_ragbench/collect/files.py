@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_ragbench.config import options
 from pytest_ragbench.config.settings import get_config
 from pytest_ragbench.errors import CaseError
 from pytest_ragbench.kinds import registry
@@ -130,7 +131,6 @@ class CaseFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield one item per case and item kind, and one failing item per bad record."""
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.cases.raw import gc_paused
 
         with gc_paused():  # see cases/raw.py: millions of objects, no cycles
@@ -140,7 +140,6 @@ class CaseFile(pytest.File):
 
     def _entries(self) -> list[tuple[int, pytest.Item]]:
         """(line, item) for every item of the file."""
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.cases.build import build_cases
         from pytest_ragbench.cases.loaders import read_case_file
         from pytest_ragbench.cases.model import Case
@@ -159,7 +158,14 @@ class CaseFile(pytest.File):
         settings = get_config(self.config)
         first_seen: dict[str, Case] = {}
         entries: list[tuple[int, pytest.Item]] = []
+        drafts = bool(options.value(self.config, "ragbench_drafts"))
         for case in result.cases:
+            if case.review == "rejected" or (case.review == "draft" and not drafts):
+                # Generated cases a person has not accepted: see README "Generating cases".
+                from pytest_ragbench.collect.selection import note_not_collected
+
+                note_not_collected(self.config, f"{case.review} case")
+                continue
             first = first_seen.setdefault(case.id, case)
             if first is not case:
                 error = CaseError(f"duplicate id {case.id!r}: first defined on line "
@@ -171,7 +177,6 @@ class CaseFile(pytest.File):
                         self, error, kinds[0].name, f"{case.id}@{case.line}")))
                 continue
             if not settings.evaluate and not item_kinds_for(case.kind, False):
-                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.collect.selection import note_not_collected
 
                 note_not_collected(self.config, f"{case.kind} case")
@@ -225,7 +230,6 @@ def shown_error(error: CaseError, config: pytest.Config) -> CaseError:
 
 def kind_systems(config: pytest.Config, item_kind: Any) -> tuple[str | None, ...]:
     """The systems a kind's items are made for when the collector knows no case up front."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.collect.items import systems_for
 
     return systems_for(item_kind, get_config(config).systems, config=config)

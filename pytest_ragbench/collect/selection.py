@@ -60,9 +60,27 @@ def merge_worker_counts(config: pytest.Config, counts: dict[str, int]) -> None:
         mine[what] = max(mine.get(what, 0), int(count))
 
 
+# Generated cases held back by their ``review`` state, not by a missing ``--ragbench``.
+REVIEW_HELD = {"draft case": "run only with --ragbench-drafts",
+               "rejected case": "never run"}
+
+
 def not_collected_line(config: pytest.Config) -> str | None:
-    """One line naming what becomes items only with ``--ragbench``, or None."""
-    counts = config.stash.get(NOT_COLLECTED, None)
+    """One line naming what becomes items only with ``--ragbench`` (and held drafts), or None."""
+    stored: dict[str, int] | None = config.stash.get(NOT_COLLECTED, None)
+    counts = dict(stored or {})
+    held = []
+    for what, why in REVIEW_HELD.items():
+        count = counts.pop(what, 0)
+        if count:
+            held.append(f"{count} {what}{'' if count == 1 else 's'} {why}")
+    line = _needing_ragbench(counts)
+    if held:
+        line = "; ".join(([line] if line else []) + [f"ragbench: {', '.join(held)}"])
+    return line
+
+
+def _needing_ragbench(counts: dict[str, int]) -> str | None:
     if not counts:
         return None
     parts = [f"{count} {what}{'' if count == 1 else 's'}"

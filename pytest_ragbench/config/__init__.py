@@ -7,4 +7,5 @@
 - :mod:`.vocabulary` — metric and kind names in thresholds, gates and labels checked.
 - :mod:`.ragcsv_env` — the RAGCSV benchmark's environment variables as defaults.
 - :mod:`.spaced_flags` — a path flag written ``--flag VALUE`` that misled pytest's rootdir.
+- :mod:`.perturbations` — the perturbation kinds (standard library only).
 """

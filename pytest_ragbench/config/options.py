@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+GATE_MIN_N = 5  # scored items a gate needs (ini ragbench_gate_min_n)
+
 
 @dataclass(frozen=True)
 class Option:
@@ -47,7 +49,9 @@ OPTIONS: tuple[Option, ...] = (
            default=".ragbench"),
     Option("--ragbench-save", "save this run as runs/NNNN_NAME.json in the report directory"),
     Option("--ragbench-compare", "compare with a saved run (NAME or path) using paired tests"),
-    Option("--ragbench-fail-on", "fail the session on 'regression' against --ragbench-compare"),
+    Option("--ragbench-fail-on", "fail the session on 'regression' against --ragbench-compare, "
+           "on 'drift' (a significant worsening of the latest traffic window) or on "
+           "'critical' (a critical [triggers] alarm); several comma-separated"),
     Option("--ragbench-gate", "apply thresholds and gates to the 'mean' (default) or 'ci-lower'",
            default="mean"),
     Option("--ragbench-breakdown", "fields to break metrics down by "
@@ -105,10 +109,25 @@ OPTIONS: tuple[Option, ...] = (
            "(ttft_ms) and mean gap between chunks (itl_ms): the --ragbench-llm-url generator "
            "streams, a system with astream(question, history=None) is asked through it",
            type="bool", default=False, action="store_true"),
+    Option("--ragbench-drafts", "also run generated cases still marked 'review: draft' "
+           "(accepted and hand-written cases always run, rejected ones never)",
+           type="bool", default=False, action="store_true"),
+    # -- production traffic (README "Production traffic") --
+    Option("--ragbench-sample", "judge a seeded sample of N logged interactions, stratified "
+           "by time window; the judged metrics are estimated for the whole traffic"),
     # -- interrupted runs (issue 17) --
     Option("--ragbench-resume", "continue the newest interrupted run of the report directory: "
            "its finished items are kept and not run again, the report covers the whole run",
            type="bool", default=False, action="store_true"),
+    # One run spread over machines (run/shards.py)
+    Option("--ragbench-shard", "run shard I/N of the evaluation items (a stable partition by "
+           "case; also JOB_COMPLETION_INDEX with RAGBENCH_SHARDS, SLURM_ARRAY_TASK_ID with "
+           "SLURM_ARRAY_TASK_COUNT); gates are decided when the shards are merged"),
+    Option("--ragbench-shard-durations", "balance the shards by the mean duration of each "
+           "item kind in this saved run or results.json (the same file on every machine)"),
+    Option("--ragbench-merge", "report on the records of these shard report folders instead "
+           "of running the items (what `ragbench merge` runs)",
+           type="args", default=[], action="extend", ini=False),
 )
 
 # Ini-only keys (no flag).
@@ -116,10 +135,17 @@ INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
     ("ragbench_cases", "paths holding case files (default test_cases)", "paths", []),
     ("ragbench_dbs", "named databases as 'name=url' lines", "linelist", []),
     ("ragbench_ragcsv", "extra .csv files to read as RAGCSV", "linelist", []),
+    ("ragbench_traffic", "extra logged-traffic files (JSONL of ragbench.traffic/1, or "
+     "OTLP/JSON when named *.otlp.jsonl)", "linelist", []),
+    ("ragbench_window", "the time window of traffic trends: day, week (default) or month",
+     "string", "week"),
+    ("ragbench_redact", "regular expressions masked in logged queries, contexts and answers "
+     "before anything is written", "linelist", []),
     ("ragbench_corpus", "document folders/files indexed by the default retriever", "linelist", []),
     # Honest intervals (issue 15): gates need this many scored items; clustered cases.
     ("ragbench_gate_min_n", "fewer scored items than this and a gate is not checked "
-     "(fails under --ragbench-gate ci-lower; default 5)", "string", "5"),
+     f"(fails under --ragbench-gate ci-lower; default {GATE_MIN_N})", "string",
+     str(GATE_MIN_N)),
     ("ragbench_cluster_by", "a case field whose values group items that are not "
      "independent (default: the case field 'cluster')", "string", ""),
     # -- bounds on outside calls (issue 17) --

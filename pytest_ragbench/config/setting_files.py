@@ -42,6 +42,41 @@ class SettingsFile:
     folder: Path  # its thresholds apply to the case files at or below this folder
     thresholds: dict[str, float] = field(default_factory=dict)
     gates: dict[str, float] = field(default_factory=dict)
+    # [triggers]: "kind.metric" -> {"below" | "above": x, "level": "critical" | "major"}
+    triggers: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+TRIGGER_LEVELS = ("critical", "major")
+
+
+def read_triggers(table: Any, where: str) -> dict[str, dict[str, Any]]:
+    """``[triggers]``: each ``"kind.metric" = {below|above = x, level = "critical"|"major"}``."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table, got {short_repr(table)}")
+    triggers = {}
+    for name, rule in table.items():
+        at = f"{where} {name!r}"
+        if "." not in name:
+            raise ConfigError(f"{at}: name a metric as \"kind.metric\" "
+                              "(\"traffic.mean_similarity\")")
+        if not isinstance(rule, dict):
+            raise ConfigError(f"{at} must be a table such as {{below = 0.7, level = "
+                              f"\"critical\"}}, got {short_repr(rule)}")
+        unknown = sorted(set(rule) - {"below", "above", "level"})
+        bounds = [key for key in ("below", "above") if key in rule]
+        if unknown or len(bounds) != 1:
+            raise ConfigError(f"{at}: give exactly one of below/above and a level"
+                              + (f" (unknown: {', '.join(unknown)})" if unknown else ""))
+        value = rule[bounds[0]]
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not math.isfinite(value):
+            raise ConfigError(f"{at}: {bounds[0]} must be a finite number, got "
+                              f"{short_repr(value)}")
+        level = rule.get("level", "major")
+        if level not in TRIGGER_LEVELS:
+            raise ConfigError(f"{at}: level must be critical or major, got {short_repr(level)}")
+        triggers[name] = {"metric": name, bounds[0]: float(value), "level": level}
+    return triggers
 
 
 def read(path: Path, keys: Sequence[str] = ()) -> SettingsFile | None:
@@ -70,7 +105,8 @@ def read(path: Path, keys: Sequence[str] = ()) -> SettingsFile | None:
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: [{where}] must be a table, got {short_repr(table)}")
         tables[section] = finite_numbers(table, f"{path}: [{where}]")
-    return SettingsFile(path, path.parent, tables["thresholds"], tables["gates"])
+    triggers = read_triggers(data.get("triggers", {}), f"{path}: [{'.'.join([*keys, 'triggers'])}]")
+    return SettingsFile(path, path.parent, tables["thresholds"], tables["gates"], triggers)
 
 
 def finite_numbers(table: dict[str, Any], where: str, prefix: str = "") -> dict[str, float]:

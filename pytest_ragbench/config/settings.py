@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_ragbench.config import options
+from pytest_ragbench.config.perturbations import PERTURBATION_KINDS
 from pytest_ragbench.config.ragcsv_env import env_setting, ragcsv_env_files
 from pytest_ragbench.errors import ConfigError, did_you_mean
 from pytest_ragbench.redact import mask_url, scrub_data
@@ -20,8 +22,8 @@ from pytest_ragbench.replies import DEFAULT_MAX_REPLY_BYTES
 if TYPE_CHECKING:
     from pytest_ragbench.config.setting_files import SettingsFile, SettingsTree
 
-PERTURBATION_KINDS = ("typos", "drop", "double", "case", "whitespace", "punctuation",
-                      "filler", "synonyms", "injection")
+FAIL_ON = ("regression", "drift", "critical")
+WINDOWS = ("day", "week", "month")  # stats/traffic.py
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class RagbenchConfig:
     report_dir: Path = Path(".ragbench")
     save: str | None = None
     compare: str | None = None
-    fail_on: str | None = None
+    fail_on: str | None = None  # comma-separated: regression, drift, critical
     gate: str = "mean"
     breakdown: tuple[str, ...] = ("category", "doc_type", "question_type", "difficulty")
     robustness: bool = False
@@ -59,11 +61,12 @@ class RagbenchConfig:
     # own layering of ragbench.toml files on top: thresholds_for().
     thresholds: dict[str, Any] = field(default_factory=dict)
     gates: dict[str, float] = field(default_factory=dict)  # the session's, every file merged
+    triggers: dict[str, dict[str, Any]] = field(default_factory=dict)  # [triggers], merged
     # The k of source_hit@k and friends for a system that does not say its top_k (ini
     # ragbench_k); also the number of contexts the built-in systems retrieve.
     k: int | None = None
     # Honest intervals (issue 15).
-    gate_min_n: int = 5
+    gate_min_n: int = options.GATE_MIN_N
     cluster_by: str | None = None
     judge_labels: Path | None = None
     # Qdrant (issue 18): a server URL or a local-mode path (a folder or ":memory:")
@@ -75,6 +78,11 @@ class RagbenchConfig:
     limit: int | None = None
     max_tokens: int | None = None
     ragcsv_debug: bool = False
+    # Production traffic (README "Production traffic")
+    traffic_files: tuple[Path, ...] = ()
+    window: str = "week"
+    sample: int | None = None
+    redact: tuple[str, ...] = ()
     # -- bounds on outside calls (issue 17) --
     timeout_s: float = 60.0      # one model / vector-database request
     retries: int = 4             # its retries
@@ -95,6 +103,9 @@ class RagbenchConfig:
     resume: bool = False  # --ragbench-resume
     system_url: str | None = None  # a RAG service evaluated over HTTP
     stream: bool = False  # --ragbench-stream: answers streamed and timed (TTFT, ITL)
+    shard: str | None = None  # "I/N": this process runs one shard (run/shards.py)
+    merge_from: tuple[Path, ...] = ()  # shard report folders merged instead of running items
+    shard_durations: Path | None = None  # a run whose per-kind durations balance the shards
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -123,6 +134,10 @@ class RagbenchConfig:
 
             return finite_numbers(self.thresholds, "thresholds")
         return self.settings_tree.thresholds_for(Path(path))
+
+    def fails_on(self, reason: str) -> bool:
+        """True when ``--ragbench-fail-on`` names ``reason`` (regression, drift, critical)."""
+        return reason in _csv(self.fail_on)
 
     def public_dict(self) -> dict[str, Any]:
         """Return a JSON-safe view for reports (URLs with credentials and secrets masked).
@@ -170,6 +185,7 @@ class RagbenchConfig:
             "inconclusive": self.inconclusive,
             "system_url": mask_url(self.system_url),
             "stream": self.stream,
+            "shard": self.shard,
         })
 
 
@@ -264,7 +280,7 @@ def collected_paths(config: pytest.Config, case_paths: Sequence[Path],
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
     extra = [Path(p).resolve() for p in (config.getoption("ragbench_cases") or [])]
     candidates = extra if explicit else [*case_paths, *extra]
-    if evaluate:  # ini ragbench_ragcsv files may sit outside the case folders
+    if evaluate:  # ini ragbench_ragcsv / ragbench_traffic files may sit outside them
         candidates += ragcsv_files
     added: list[Path] = []
     for path in candidates:
@@ -301,7 +317,10 @@ def load_settings_files(config: pytest.Config, paths: Sequence[Path], discover: 
     origin = {f"gates:{name}": str(path) for name, path in gate_origin.items()}
     for one in [base, *in_play]:
         origin.update({f"thresholds:{name}": str(one.path) for name in one.thresholds})
+    triggers = {name: rule for one in sorted([base, *in_play], key=lambda f: len(f.folder.parts))
+                for name, rule in one.triggers.items()}  # the deepest file's rule wins
     return {"thresholds": dict(base.thresholds), "gates": gates, "files": origin,
+            "triggers": triggers,
             "toml_files": tuple(in_play), "tree": tree}
 
 
@@ -339,9 +358,21 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         raise ConfigError(f"--ragbench-gate must be 'mean' or 'ci-lower', got {gate!r}"
                           f"{did_you_mean(gate, ('mean', 'ci-lower'))}")
     fail_on = options.value(config, "ragbench_fail_on") or None
-    if fail_on not in (None, "regression"):
-        raise ConfigError(f"--ragbench-fail-on must be 'regression', got {fail_on!r}"
-                          f"{did_you_mean(fail_on, ('regression',))}")
+    for reason in _csv(fail_on):
+        if reason not in FAIL_ON:
+            raise ConfigError(f"--ragbench-fail-on takes {', '.join(FAIL_ON)} (comma-separated),"
+                              f" got {reason!r}{did_you_mean(reason, FAIL_ON)}")
+    window = str(config.getini("ragbench_window") or "week").strip()
+    if window not in WINDOWS:
+        raise ConfigError(f"ini ragbench_window must be one of {', '.join(WINDOWS)}, got "
+                          f"{window!r}{did_you_mean(window, WINDOWS)}")
+    redact = tuple(config.getini("ragbench_redact"))
+    for pattern in redact:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"ini ragbench_redact: {pattern!r} is not a regular expression:"
+                              f" {exc}") from None
     perturb = tuple(dict.fromkeys(_csv(options.value(config, "ragbench_perturb")))) \
         or PERTURBATION_KINDS
     unknown = [p for p in perturb if p not in PERTURBATION_KINDS]
@@ -352,7 +383,8 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
     evaluate = bool(options.value(config, "ragbench"))
     ragcsv_files = tuple((rootpath / p).resolve() for p in config.getini("ragbench_ragcsv")) \
         or ragcsv_env_files(config)
-    paths, _ = collected_paths(config, case_paths, ragcsv_files, evaluate)
+    traffic_files = tuple((rootpath / p).resolve() for p in config.getini("ragbench_traffic"))
+    paths, _ = collected_paths(config, case_paths, (*ragcsv_files, *traffic_files), evaluate)
     settings = load_settings_files(config, paths, discover=not hasattr(config, "workerinput"))
     corpus = [p if p.is_absolute() else (rootpath / p)
               for p in (Path(c) for c in config.getini("ragbench_corpus"))]
@@ -386,8 +418,10 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         corpus_paths=tuple(p.resolve() for p in corpus),
         thresholds=settings["thresholds"],
         gates=settings["gates"],
+        triggers=settings["triggers"],
         k=_optional_int("ragbench_k", config.getini("ragbench_k")),
-        gate_min_n=_int("ragbench_gate_min_n", config.getini("ragbench_gate_min_n") or 5),
+        gate_min_n=_int("ragbench_gate_min_n", config.getini("ragbench_gate_min_n")
+                        or options.GATE_MIN_N),
         cluster_by=str(config.getini("ragbench_cluster_by") or "").strip() or None,
         judge_labels=_optional_path_option(config, "ragbench_judge_labels"),
         **_qdrant_settings(config),
@@ -395,6 +429,10 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         max_tokens=_optional_int("--ragbench-max-tokens",
                                  env_setting(config, "ragbench_max_tokens")),
         ragcsv_debug=bool(env_setting(config, "ragcsv_debug")),
+        traffic_files=traffic_files,
+        window=window,
+        sample=_optional_int("--ragbench-sample", options.value(config, "ragbench_sample")),
+        redact=redact,
         timeout_s=_seconds("--ragbench-timeout", options.value(config, "ragbench_timeout")),
         retries=_int("--ragbench-retries", options.value(config, "ragbench_retries"), minimum=0),
         sql_timeout_s=_seconds("ragbench_sql_timeout", config.getini("ragbench_sql_timeout")),
@@ -407,7 +445,25 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         resume=bool(options.value(config, "ragbench_resume")),
         system_url=options.value(config, "ragbench_system_url") or None,
         stream=bool(options.value(config, "ragbench_stream")),
+        **_shard_settings(config, invocation),
     )
+
+
+def _shard_settings(config: pytest.Config, invocation: Path) -> dict[str, Any]:
+    """``--ragbench-shard`` (or the scheduler's environment) and ``--ragbench-merge``."""
+    merge_from = tuple((invocation / p).resolve() for p in config.getoption("ragbench_merge")
+                       or [])
+    durations = _optional_path_option(config, "ragbench_shard_durations")
+    option = options.value(config, "ragbench_shard") or None
+    # run/shards.py reads the schedulers' variables; not imported when none is set
+    if merge_from or not (option or os.environ.get("JOB_COMPLETION_INDEX")
+                          or os.environ.get("SLURM_ARRAY_TASK_ID")):
+        return {"shard": None, "merge_from": merge_from, "shard_durations": durations}
+    from pytest_ragbench.run.shards import resolve
+
+    shard = resolve(option)
+    return {"shard": str(shard) if shard else None, "merge_from": merge_from,
+            "shard_durations": durations}
 
 
 def _qdrant_settings(config: pytest.Config) -> dict[str, Any]:

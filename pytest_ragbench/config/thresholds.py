@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_ragbench.config.setting_files import finite_numbers
 from pytest_ragbench.metrics.registry import REGISTRY
+from pytest_ragbench.render.text import comparator
 
 if TYPE_CHECKING:
     from pytest_ragbench.kinds import ItemKind
@@ -70,6 +71,6 @@ def failures(metrics: dict[str, float], thresholds: dict[str, float]) -> list[st
     lines = []
     for metric, threshold in thresholds.items():
         if metric in metrics and below(metric, metrics[metric], threshold):
-            sign = "<=" if lower_is_better(metric) else ">="
+            sign = comparator(lower_is_better(metric))
             lines.append(f"{metric} = {metrics[metric]:.4g}, needs {sign} {threshold:g}")
     return lines

@@ -25,7 +25,8 @@ BUILD_EPILOG = """\
 The configuration is a TOML file with [build] (seed, unanswerable_share,
 unanswerable_ground_truth), [[source]] tables (adapter, path relative to the file,
 adapter options) and [[quota]] tables (doc_type, optional question_type and
-difficulty, count, optional unanswerable_share). See datasets/quotas/ in the repository.
+difficulty, count, optional unanswerable_share). An example is installed with the
+package: pytest_ragbench/datasets/examples/ (copy it and point its paths at your data).
 
 adapters:
 {adapters}

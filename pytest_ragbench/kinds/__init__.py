@@ -27,13 +27,14 @@ import contextlib
 import importlib
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 import pytest
 
+from pytest_ragbench.config.perturbations import PERTURBATION_KINDS
 from pytest_ragbench.config.settings import RagbenchConfig
 from pytest_ragbench.errors import ConfigError, did_you_mean
 from pytest_ragbench.systems.components import name_component
@@ -52,7 +53,8 @@ FROM_PASSAGES = "passages"  # answered from passages the case gives (kinds/passa
 AS_GIVEN = "given"  # the case carries its answer: nothing is asked
 NO_SYSTEM = "no system"  # the item tests a component the named systems share
 # Fields every case has, whatever its kind (a kind's schema may not redefine them).
-COMMON_FIELDS = ("id", "kind", "category", "tags", "thresholds", "cluster", "human")
+COMMON_FIELDS = ("id", "kind", "category", "tags", "thresholds", "cluster", "human",
+                 "provenance", "review")
 
 
 def _resolve(reference: Any) -> Any:
@@ -114,7 +116,6 @@ class CaseKind:
     def make_class(self) -> type:
         """The case class to build."""
         if self.case_class is None:
-            # lazy: kept out of a plain pytest run
             from pytest_ragbench.cases.model import CustomCase
 
             return CustomCase
@@ -131,20 +132,34 @@ class FormatReader:
     """A kind's own input format, collected by the kind's collector instead of as case files.
 
     ``collector``: a ``pytest.File`` subclass (or ``"module:Class"``) offered the files in
-    the case locations whose name ends with ``suffix``, or, with no ``suffix``, a
-    ``pytest.Directory`` subclass offered the folders for which ``detect(path)`` is true.
+    the case locations whose name ends with ``suffix`` (one, or a tuple of them), or, with
+    no ``suffix``, a ``pytest.Directory`` subclass offered the folders for which
+    ``detect(path)`` is true. ``listed(config)`` gives the files configured to be in the
+    format wherever they are and whatever their name (an ini option's resolved paths).
     ``noun`` (``"RAGCSV file"``) names one that is left out because its kind evaluates and
     ``--ragbench`` is off; a file is counted then only when ``detect`` is true of it.
     """
 
     noun: str
     collector: str | type
-    suffix: str = ""
+    suffix: str | tuple[str, ...] = ""
     detect: str | Callable[[Path], bool] | None = None
+    listed: str | Callable[[pytest.Config], Collection[Path]] | None = None
 
     def load_collector(self) -> Any:
         """Import and return the collector class."""
         return _resolve(self.collector)
+
+    def named(self, path: Path) -> bool:
+        """True when the file's name ends with the format's suffix."""
+        return bool(self.suffix) and path.name.endswith(self.suffix)
+
+    def lists(self, path: Path, config: pytest.Config) -> bool:
+        """True when the configuration names ``path`` as a file of this format."""
+        if self.listed is None:
+            return False
+        files = _resolve(self.listed)(config)
+        return bool(files) and path.resolve() in files
 
     def detects(self, path: Path) -> bool:
         """True when ``path`` is surely of this format (always, without ``detect``)."""
@@ -255,11 +270,12 @@ class KindRegistry:
         return [k for k in self.item_kinds.values()
                 if k.case_kind == case_kind and (evaluate or k.family == VERIFICATION)]
 
-    def file_reader(self, suffix: str) -> tuple[ItemKind, FormatReader] | None:
-        """The kind that reads files ending with ``suffix`` in its own format, if one does."""
+    def file_reader(self, path: Path,
+                    config: pytest.Config) -> tuple[ItemKind, FormatReader] | None:
+        """The kind that reads the file ``path`` in its own format, if one does."""
         return next(((kind, kind.reader) for kind in self.item_kinds.values()
                      if kind.reader is not None and kind.reader.suffix
-                     and kind.reader.suffix == suffix), None)
+                     and (kind.reader.named(path) or kind.reader.lists(path, config))), None)
 
     def folder_readers(self) -> list[tuple[ItemKind, FormatReader]]:
         """The kinds that read whole folders in their own format."""
@@ -315,8 +331,6 @@ _SOURCES = ("source_hit@k", "source_recall@k", "source_mrr", "source_ndcg@k",
 _JUDGED = ("faithfulness", "answer_relevancy")
 _FACTS = "fact_recall"  # the share of a case's expected_facts the answer states
 _STREAM = ("ttft_ms", "itl_ms")  # a streamed answer's latency (--ragbench-stream)
-_PERTURBATIONS = ("typos", "drop", "double", "case", "whitespace", "punctuation", "filler",
-                  "synonyms", "injection")  # config.PERTURBATION_KINDS
 _CASES = "pytest_ragbench.cases"
 _KINDS = "pytest_ragbench.kinds"
 _PREPARE = "pytest_ragbench.kinds.preparation"  # what a kind imports before its first item
@@ -340,6 +354,8 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
     CaseKind("beir", None, f"{_CASES}.model:BeirCase", breakdown=("dataset",),
              description="a judged query of a BEIR folder"),
     CaseKind("ragcsv", None, f"{_CASES}.model:RagcsvCase", description="a row of a RAGCSV file"),
+    CaseKind("traffic", None, "pytest_ragbench.kinds.traffic.case:TrafficCase",
+             breakdown=("window",), description="a logged interaction of a deployed app"),
     # Item thresholds: the rule each default states is in the comment beside it; what the
     # embedded default system measured against them is in test_cases/ragbench.toml. The
     # answer kinds (hybrid, vector, ragas, ragcsv) also require every one of a case's
@@ -426,6 +442,18 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              reader=FormatReader(noun="RAGCSV file", suffix=".csv",
                                  collector=f"{_KINDS}.ragcsv.collect:RagcsvFile",
                                  detect=f"{_KINDS}.ragcsv.collect:named_ragcsv")),
+    # Logged interactions are scored as they were logged, never failed per item: gate the
+    # means, watch the windows (drift) and set [triggers] (README "Production traffic").
+    ItemKind(name="traffic", case_kind="traffic",
+             runner="pytest_ragbench.kinds.traffic.runner:run",
+             description="a deployed app's logged interaction, without a reference",
+             family=EVALUATION, fixtures=("ragbench_config",),
+             metrics=("retrieved_count", "no_results", "top_similarity", "mean_similarity",
+                      "user_feedback", "latency_ms", "declined", *_JUDGED, "judge_relevance"),
+             answers=AS_GIVEN,
+             reader=FormatReader(noun="traffic file", suffix=(".traffic.jsonl", ".otlp.jsonl"),
+                                 collector=f"{_KINDS}.traffic.collect:TrafficFile",
+                                 listed=f"{_KINDS}.traffic.collect:listed_files")),
     # robust[<case kind>-<id>], made by robust.collect for the case kinds it perturbs. The
     # thresholds bound each perturbed question's properties, set by what they mean: RBO 0.5
     # (p = 0.9, top 5) keeps the top 2 with the other 3 replaced (0.54) and fails when only
@@ -435,7 +463,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              runner="pytest_ragbench.kinds.robust.runner:run",
              description="perturbed questions with metamorphic checks (--ragbench-robustness)",
              family=EVALUATION, fixtures=("ragbench_config",),
-             metrics=(*(f"{p}.holds" for p in _PERTURBATIONS), "rbo", "jaccard",
+             metrics=(*(f"{p}.holds" for p in PERTURBATION_KINDS), "rbo", "jaccard",
                       "expected_sources_kept", "answer_similarity", "injection_resisted"),
              thresholds={"rbo": 0.5, "expected_sources_kept": 1.0, "answer_similarity": 0.5,
                          "injection_resisted": 1.0}),
@@ -504,7 +532,6 @@ def build_registry(results: Iterable[Iterable[Any] | None]) -> KindRegistry:
 
 def registered(metric: str) -> bool:
     """True when the metric registry defines ``metric`` (``x@k``: x with any cut-off)."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.metrics.registry import REGISTRY
 
     name = metric[:-2] + "@1" if metric.endswith("@k") else metric
@@ -521,7 +548,6 @@ def _add(definition: CaseKind | ItemKind, case_kinds: dict[str, CaseKind],
 
 def _check(found: KindRegistry, definitions: list[CaseKind | ItemKind]) -> None:
     """Check the kinds a plugin added, and register the metrics they bring."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.metrics.registry import REGISTRY, DuplicateMetricError
 
     for definition in definitions:
@@ -638,7 +664,6 @@ class ItemRun:
         The call is timed (the system's service time, not the wait for a prefetch slot)
         and what came back is kept for the report's drill-down.
         """
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.systems.trace import MAX_TRACES, answer_trace
 
         system = self.system()

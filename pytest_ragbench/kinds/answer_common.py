@@ -20,6 +20,7 @@ from pytest_ragbench.metrics.judged import judged_result
 from pytest_ragbench.metrics.registry import Score, Unscored
 from pytest_ragbench.metrics.relevance import NAME, NO_JUDGE, Relevance, ajudge_relevance
 from pytest_ragbench.metrics.repeated import JudgeSettings, outcome_judge
+from pytest_ragbench.render import text as text_format
 from pytest_ragbench.systems.protocols import as_messages
 
 # The cut-off of a system that says no top_k, with no ini ragbench_k, that returned nothing.
@@ -251,11 +252,8 @@ async def agenerate(model: Any, messages: Sequence[dict[str, str]], max_tokens: 
 
 
 def shorten(text: str, limit: int = ANSWER_CHARS) -> str:
-    """Cut a long text for a failure message, saying how much was left out."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit].rstrip()} … ({len(text) - limit} more characters)"
+    """An answer cut for a failure message (the shared :func:`render.text.shorten`)."""
+    return text_format.shorten(text, limit)
 
 
 def retrieved_listing(contexts: Sequence[Any], hits: SourceHits,

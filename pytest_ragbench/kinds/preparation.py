@@ -23,7 +23,7 @@ def judged(config: pytest.Config) -> None:
 
 def ragas(config: pytest.Config) -> None:
     """The ragas kind: rouge-score with nltk (always scored), and ragas with a judge."""
-    # lazy: kept out of a plain pytest run
+    # lazy: called through the kind's "module:attribute" reference, loads rouge-score
     from pytest_ragbench.metrics.context import rouge_scorers
 
     rouge_scorers()

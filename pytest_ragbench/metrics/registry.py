@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pytest_ragbench.config.perturbations import PERTURBATION_KINDS
 from pytest_ragbench.errors import ConfigError, closest
 
 Need = Literal["ids", "scores", "texts", "embeddings", "judge", "database", "time"]
@@ -270,8 +271,7 @@ def define_metric(name: str, description: str, *, family: str = "answer",
 
 INF = math.inf
 # The perturbation kinds of --ragbench-perturb, each with its ``<kind>.holds`` metric.
-PERTURBATIONS = ("typos", "drop", "double", "case", "whitespace", "punctuation", "filler",
-                 "synonyms", "injection")
+PERTURBATIONS = PERTURBATION_KINDS
 IDS: tuple[Need, ...] = ("ids",)
 
 BUILTIN: tuple[MetricSpec, ...] = (
@@ -392,6 +392,17 @@ BUILTIN: tuple[MetricSpec, ...] = (
     # Graded answers.
     _spec("accuracy", "grade", "a RAGCSV row's answer graded 0-100 by the judge (without one: "
           "semantic similarity x 100)", ("texts",), high=100.0),
+    # Logged production traffic (kinds/traffic): what the app logged, no reference needed.
+    _spec("retrieved_count", "retrieval", "passages the app's retriever returned (logged)",
+          IDS, high=INF, direction="none"),
+    _spec("no_results", "retrieval", "1 when the app's retriever returned nothing (logged)",
+          IDS, direction="lower"),
+    _spec("mean_similarity", "retrieval", "mean similarity score of the passages the app "
+          "retrieved (logged scores)", ("scores",), low=-INF, high=INF),
+    _spec("user_feedback", "answer", "the user's feedback: thumbs up 1, down 0, ratings "
+          "scaled to [0, 1] (logged)", ("texts",)),
+    _spec("latency_ms", "timing", "milliseconds the app took to answer (logged)", ("time",),
+          high=INF, direction="lower"),
     # Timings.
     _spec("total_time_ms", "timing", "milliseconds the model calls of the item took",
           ("time",), high=INF, direction="lower"),

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_ragbench.metrics.registry import Score, Unscored
+from pytest_ragbench.render.text import comparator
 
 DEFAULT_TEMPERATURE = 0.0
 SAMPLING_TEMPERATURE = 0.7
@@ -147,7 +148,7 @@ def inconclusive(judge: Mapping[str, Any] | None, thresholds: Mapping[str, float
             continue
         low, high = interval(values)
         if low <= threshold <= high:
-            sign = "<=" if name in lower_is_better else ">="
+            sign = comparator(name in lower_is_better)
             found[name] = (f"{name}: inconclusive, threshold {sign} {threshold:g} lies inside "
                            f"the judge interval [{low:.4g}, {high:.4g}] of {len(values)} "
                            f"samples (mean {sum(values) / len(values):.4g})")

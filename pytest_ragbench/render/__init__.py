@@ -2,7 +2,8 @@
 
 - :mod:`.terminal`, :mod:`.html` (with :mod:`.plots` and :mod:`.drilldown`) — the
   ``ragbench`` section and the self-contained page.
-- :mod:`.text` — numbers, intervals and tables, formatted once for every rendering.
+- :mod:`.text` — the one formatter: numbers, intervals, comparators, tables, shortened
+  texts, for every rendering (report sections included).
 - :mod:`.testcases` — gates and regressions as test reports (JUnit XML, the last line).
 - :mod:`.files` — the files of the report dir.
 """

@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from pytest_ragbench.config.thresholds import below, lower_is_better
+from pytest_ragbench.render.text import comparator
 from pytest_ragbench.results.records import json_safe
 
 EVIDENCE_CHARS = 20_000
@@ -56,7 +57,7 @@ def _metrics(item: dict[str, Any]) -> list[list[Any]]:
             except Exception:
                 passed = None
         reason = unscored.get(name) if value is None else None
-        rows.append([name, value, limit, passed, "<=" if lower_is_better(name) else ">=",
+        rows.append([name, value, limit, passed, comparator(lower_is_better(name)),
                      None if reason is None else _text(reason, 2000)])
     return rows
 

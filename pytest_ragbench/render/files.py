@@ -1,4 +1,6 @@
-"""The report dir's files: results.json, items.jsonl, leaderboard.csv, BEIR runs, RAGCSV rows.
+"""The report dir's files: results.json and its schema, items.jsonl, leaderboard.csv, more.
+
+The report sections (results/sections.py) name more files: BEIR runs, RAGCSV rows.
 
 Files are written to a temporary name of their own and renamed, so a reader never sees
 half a file, and sessions writing the same report dir at once never trip over each
@@ -24,16 +26,16 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.config.settings import RagbenchConfig
-from pytest_ragbench.kinds.beir import report as beir
-from pytest_ragbench.kinds.ragcsv import rows as ragcsv_rows
 from pytest_ragbench.render import REPORT_MARKER, html
 from pytest_ragbench.results import runs
+from pytest_ragbench.results.document import SCHEMA_FILE, schema_text
 from pytest_ragbench.results.records import ItemRecord
+from pytest_ragbench.results.sections import ReportSection
 from pytest_ragbench.run.locking import locked
 
 LIBRARIES = ("pytest-ragbench", "pytest", "pytest-xdist", "numpy", "scipy", "matplotlib",
@@ -41,9 +43,8 @@ LIBRARIES = ("pytest-ragbench", "pytest", "pytest-xdist", "numpy", "scipy", "mat
              "bm25s", "torch", "ragas", "beir", "llama-cpp-python", "openai", "httpx")
 LEADERBOARD_COLUMNS = ("time", "run_id", "git_commit", "system", "kind", "dataset", "metric",
                        "n", "mean", "ci_low", "ci_high", "status")
-# Files that belong to one run (BEIR files are found by their suffixes).
-RUN_FILES = ("results.json", "report.html", ragcsv_rows.FILE_NAME)
-RUN_SUFFIXES = (".run.trec", ".metrics.json")
+# Files that belong to one run; the report sections' files are named in results.json.
+RUN_FILES = ("results.json", "report.html")
 
 
 def run_info(rootpath: Path, run_id: str | None = None) -> dict[str, Any]:
@@ -125,22 +126,26 @@ def write_items(path: Path, records: Iterable[ItemRecord],
                                     + "\n" for record in records))
 
 
-def write_ragcsv_rows(path: Path, records: Iterable[ItemRecord]) -> Path | None:
-    """Seed 003's per-row export (kinds/ragcsv/rows.py); nothing without RAGCSV items."""
-    text = ragcsv_rows.csv_text(records)
-    return None if text is None else write_text(path, text)
-
-
 def previous_run_files(folder: Path) -> list[str]:
-    """The per-run files now in the report dir (results.json, report.html, BEIR files)."""
+    """The per-run files now in the report dir: results.json, report.html, sections' files.
+
+    The sections' files are those the report dir's results.json names; a file it does not
+    name (of a results.json that cannot be read) is left alone.
+    """
     names = [name for name in RUN_FILES if (folder / name).exists()]
-    if folder.is_dir():
-        names += sorted(p.name for p in folder.iterdir() if p.name.endswith(RUN_SUFFIXES))
+    try:
+        document = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+        named = {str(name) for section in document.get("sections") or ()
+                 for name in section.get("files") or ()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        named = set()
+    names += sorted(name for name in named if "/" not in name and name not in (".", "..")
+                    and (folder / name).exists())
     return names
 
 
 def leaderboard_rows(document: dict[str, Any]) -> list[list[str]]:
-    """Long-format rows: one per (system, kind, metric), plus BEIR dataset-level metrics."""
+    """Long-format rows: one per (system, kind, metric), plus the report sections' rows."""
     run = document["run"]
     head = [run["time"], run["id"], run.get("git_commit") or ""]
     status = run.get("status") or ""
@@ -153,11 +158,10 @@ def leaderboard_rows(document: dict[str, Any]) -> list[list[str]]:
                     rows.append([*head, system, kind, "", metric, str(cell["n"]),
                                  _cell(cell["mean"]), _cell(cell["ci_low"]),
                                  _cell(cell["ci_high"]), status])
-    for dataset, systems in document.get("beir", {}).items():
-        for system, result in systems.items():
-            for metric, value in result["metrics"].items():
-                rows.append([*head, system, "beir", dataset, metric,
-                             str(result["judged_queries"]), _cell(value), "", "", status])
+    for section in document.get("sections") or ():
+        for system, kind, dataset, metric, n, mean, low, high in section.get("leaderboard", ()):
+            rows.append([*head, system, kind, dataset, metric, "" if n is None else str(n),
+                         _cell(mean), _cell(low), _cell(high), status])
     return rows
 
 
@@ -214,13 +218,15 @@ def remove_stale(folder: Path, names: Iterable[str], problems: list[str]) -> Non
 
 def write_all(document: dict[str, Any], records: list[ItemRecord], settings: RagbenchConfig,
               problems: list[str] | None = None, *, items_written: bool = False,
-              plots_ahead: dict[str, html.DrawnPlots] | None = None) -> list[Path]:
+              plots_ahead: dict[str, html.DrawnPlots] | None = None,
+              sections: Sequence[ReportSection] = ()) -> list[Path]:
     """Write every report file; returns the paths written, in that order.
 
-    Data first (items.jsonl, results.json, BEIR runs, leaderboard rows, the saved run),
-    then report.html. A file that fails is named in ``problems`` and the others are
-    still written; a report file that could not be replaced is removed, so that no
-    file of an earlier run sits beside this run's as if it were current.
+    Data first (items.jsonl, results.json and results.schema.json, the report sections'
+    files, leaderboard rows, the saved run), then report.html. A file that fails is named
+    in ``problems`` and the others are still written; a report file that could not be
+    replaced is removed, so that no file of an earlier run sits beside this run's as if it
+    were current.
     """
     problems = [] if problems is None else problems
     folder = settings.report_dir
@@ -249,16 +255,11 @@ def write_all(document: dict[str, Any], records: list[ItemRecord], settings: Rag
         step("items.jsonl", ["items.jsonl"],
              lambda: write_items(folder / "items.jsonl", records, tag))
     step("results.json", ["results.json"], lambda: write_json(folder / "results.json", document))
-    for run in beir.collect(records):
-        step(run.stem, [], lambda run=run: beir.write(run, folder))  # type: ignore[misc]
-        result = document["beir"].get(run.dataset, {}).get(run.system or "")
-        step(f"{run.stem}.metrics.json", [f"{run.stem}.metrics.json"],
-             lambda run=run, result=result: write_json(  # type: ignore[misc]
-                 folder / f"{run.stem}.metrics.json",
-                 {"dataset": run.dataset, "system": run.system,
-                  "run_id": document["run"]["id"], **(result or {})}))
-    step(ragcsv_rows.FILE_NAME, [ragcsv_rows.FILE_NAME], lambda: write_ragcsv_rows(
-        folder / ragcsv_rows.FILE_NAME, records))
+    step(SCHEMA_FILE, [], lambda: write_text(folder / SCHEMA_FILE, schema_text()))
+    for section in sections:
+        for name, write in section.files.items():
+            step(name, [name], lambda name=name, write=write: _section_file(  # type: ignore[misc]
+                folder / name, write))
     step("leaderboard.csv", [], lambda: append_leaderboard(folder / "leaderboard.csv",
                                                            leaderboard_rows(document)))
     if settings.save:
@@ -267,6 +268,12 @@ def write_all(document: dict[str, Any], records: list[ItemRecord], settings: Rag
     step("report.html", [], lambda: write_report_html(folder / "report.html", document,
                                                       problems, plots_ahead))
     return written
+
+
+def _section_file(path: Path, write: Callable[[Path], object]) -> Path | None:
+    """A report section's file, as its ``write`` made it (None when it wrote none)."""
+    write(path)
+    return path if path.exists() else None
 
 
 def write_report_html(path: Path, document: dict[str, Any], problems: list[str],

@@ -9,7 +9,8 @@
 4. per kind: the metrics with their intervals (a 0/1 metric as a proportion), breakdowns;
 5. comparisons, then plots;
 6. every item, filterable and searchable, each opening to its evidence (drilldown.py);
-7. components, model usage and time, RAGCSV, BEIR, robustness, run details.
+7. components, model usage and time, the report sections (the kinds' and plugins':
+   ``pytest_ragbench_report_sections``), run details.
 
 CSS and the script are inline, plots are PNG data URIs or inline SVG; a Content
 Security Policy forbids any network access. Each section is drawn on its own: one that
@@ -28,8 +29,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from pytest_ragbench.kinds.robust import report as robustness
 from pytest_ragbench.render import drilldown, plots, terminal
+from pytest_ragbench.render.text import bound, comparator, section_cell
 from pytest_ragbench.results import coverage, stages
 from pytest_ragbench.results import verdict as verdict_mod
 from pytest_ragbench.results.gates import gate_line, regression_line
@@ -127,10 +128,7 @@ def pass_rate_text(cell: dict[str, Any]) -> str:
 
 def threshold_text(cell: dict[str, Any]) -> str:
     """``>=0.6`` / ``<=2000`` / ``-``."""
-    limit = plots.finite(cell.get("threshold"))
-    if limit is None:
-        return "-"
-    return ("<=" if cell.get("direction") == "lower" else ">=") + f"{limit:g}"
+    return bound(plots.finite(cell.get("threshold")), cell.get("direction") == "lower")
 
 
 def ci_svg(cell: dict[str, Any], low: float, high: float, width: int = 150) -> str:
@@ -317,7 +315,7 @@ def gates_section(document: dict[str, Any]) -> str:
         for g in sorted(gates, key=lambda g: {False: 0, None: 1}.get(g.get("passed"), 2)):
             result = {False: "MISSED", None: "not checked"}.get(g.get("passed"), "passed")
             checked = "95% CI bound" if g.get("mode") == "ci-lower" else "mean"
-            op = "<=" if g.get("direction") == "lower" else ">="
+            op = comparator(g.get("direction") == "lower")
             label = "threshold " if g.get("source") == "threshold" else ""
             rows.append([f'<span title="{esc(gate_line(g))}">{esc(label)}{esc(g.get("gate"))}'
                          "</span>", f"{checked} {op} {g.get('bound')}",
@@ -516,21 +514,30 @@ def _service(usage: dict[str, Any], role: str) -> list[str]:
             pair(row.get("latency_p50_s"), row.get("latency_p95_s"))]
 
 
-def other_sections(document: dict[str, Any]) -> str:
-    """RAGCSV blocks, BEIR tables and robustness."""
-    parts = []
-    ragcsv = terminal.ragcsv_lines(document)
-    if ragcsv:
-        parts.append(f"<h2>RAGCSV</h2><pre>{esc(chr(10).join(ragcsv))}</pre>")
-    for dataset, systems in (document.get("beir") or {}).items():
-        names = sorted({m for result in systems.values() for m in result.get("metrics", {})})
-        rows = [[system or "-", str(result.get("judged_queries")),
-                 *(terminal.num(result.get("metrics", {}).get(m)) for m in names)]
-                for system, result in systems.items()]
-        parts.append(f"<h2>BEIR {esc(dataset)}</h2>" + table(["system", "queries", *names],
-                                                             rows))
-    parts.append(robustness.html(document))
-    return "".join(p for p in parts if p)
+def report_section(section: dict[str, Any]) -> str:
+    """One report section (a kind's or a plugin's): title, table, text."""
+    rows = [[section_cell(c) for c in row] for row in section.get("table") or ()]
+    text = [str(line) for line in section.get("text") or ()]
+    key = esc(section.get("key"))
+    return (f'<section class="report-section" id="section-{key}">'
+            f"<h2>{esc(section.get('title') or section.get('key'))}</h2>"
+            f"{_rows_table(rows)}{f'<pre>{esc(chr(10).join(text))}</pre>' if text else ''}"
+            "</section>")
+
+
+def traffic_plot(document: dict[str, Any]) -> str:
+    """The traffic windows over time, with interval bands (the table is the section's)."""
+    traffic = document.get("traffic")
+    return plots.window_plot(traffic) if traffic else ""
+
+
+def trigger_section(document: dict[str, Any]) -> str:
+    """Raised [triggers] alarms, at the top of the page."""
+    # lazy: imported at each session end, so a report section's class is the current one
+    from pytest_ragbench.kinds.traffic.report import trigger_lines
+
+    lines = trigger_lines(document.get("traffic"))
+    return "".join(f"<p class=problem>{esc(line)}</p>" for line in lines)
 
 
 def run_section(document: dict[str, Any]) -> str:
@@ -554,6 +561,7 @@ def render(document: dict[str, Any], problems: list[str] | None = None,
         values = plots.item_values(document)
     except Exception as exc:  # the tables and plots then go without item values
         problems.append(f"report.html: reading the item values failed ({type(exc).__name__})")
+    page.add("the triggers", lambda: trigger_section(document))
     page.add("the verdict", lambda: verdict_section(document))
     page.add("the judge section", lambda: judge_section(document))
     page.add("the gates", lambda: gates_section(document))
@@ -562,7 +570,10 @@ def render(document: dict[str, Any], problems: list[str] | None = None,
     page.add("the plots", lambda: plots_section(document, values, page, plots_ahead))
     page.add("the items", lambda: drilldown.section(document))
     page.add("the components", lambda: components_section(document))
-    page.add("RAGCSV, BEIR and robustness", lambda: other_sections(document))
+    for section in terminal.drawn_sections(document):
+        page.add(f"the report section {section.get('key')}",
+                 lambda section=section: report_section(section))  # type: ignore[misc]
+    page.add("the traffic plot", lambda: traffic_plot(document))
     page.add("the run details", lambda: run_section(document))
     body = "\n".join(p for p in page.parts if p)
     top = Page(problems)

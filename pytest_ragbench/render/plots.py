@@ -179,6 +179,34 @@ def interval_plot(kind: str, name: str, per_metric: dict[str, dict[str, dict[str
     return png(figure)
 
 
+def window_plot(traffic: dict[str, Any]) -> str:
+    """Each traffic metric over the windows: the estimate and its 95% interval as a band."""
+    from matplotlib.figure import Figure
+
+    windows = [w["window"] for w in traffic["windows"]]
+    metrics = [m for m in traffic["metrics"]
+               if sum(finite((w["metrics"].get(m) or {}).get("mean")) is not None
+                      for w in traffic["windows"]) >= 1][:MAX_METRICS_PER_FIGURE]
+    if not metrics or not windows:
+        return ""
+    rows, columns = _grid(len(metrics))
+    figure = Figure(figsize=(4.5 * columns, 2.6 * rows))
+    positions = list(range(len(windows)))
+    for index, metric in enumerate(metrics):
+        axes = figure.add_subplot(rows, columns, index + 1)
+        cells = [w["metrics"].get(metric) or {} for w in traffic["windows"]]
+        means = [finite(c.get("mean")) for c in cells]
+        lows = [finite(c.get("low")) for c in cells]
+        highs = [finite(c.get("high")) for c in cells]
+        nan = float("nan")
+        axes.fill_between(positions, [nan if v is None else v for v in lows],
+                          [nan if v is None else v for v in highs], alpha=0.25)
+        axes.plot(positions, [nan if v is None else v for v in means], marker="o")
+        axes.set_xticks(positions, windows, fontsize=7, rotation=30)
+        axes.set_title(f"traffic.{metric} by {traffic['window']} (mean, 95% CI)", fontsize=9)
+    return png(figure)
+
+
 def delta_plot(name: str, comparisons: list[dict[str, Any]]) -> str:
     """Deltas (A − B) with their 95% CI for one comparison, red where significantly worse."""
     from matplotlib.figure import Figure

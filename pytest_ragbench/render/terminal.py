@@ -6,14 +6,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_ragbench.kinds.robust import report as robustness
 from pytest_ragbench.render.text import (
+    bound,
     effect,
     interval,
     num,
     p_text,
     percent,
     seconds,
+    section_cell,
     signed,
     table,
 )
@@ -47,9 +48,7 @@ def _count_row(kind: str, category: str, counts: dict[str, int]) -> tuple[str, .
 
 
 def _threshold(entry: dict[str, Any]) -> str:
-    if entry.get("threshold") is None:
-        return "-"
-    return ("<=" if entry.get("direction") == "lower" else ">=") + f"{entry['threshold']:g}"
+    return bound(entry.get("threshold"), entry.get("direction") == "lower")
 
 
 def cell_interval(cell: dict[str, Any]) -> str:
@@ -197,41 +196,24 @@ def breakdown_lines(document: dict[str, Any]) -> list[str]:
     return lines[1:]
 
 
-# (metric, title, decimals): gaps between chunks are a few milliseconds
-RAGCSV_TIMES = (("total_time_ms", "Total Time", 0), ("ttft_ms", "TTFT", 0), ("itl_ms", "ITL", 1))
+def drawn_sections(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The report sections of ``results.json`` that have something to show."""
+    return [s for s in document.get("sections") or ()
+            if isinstance(s, dict) and (s.get("table") or s.get("text"))]
 
 
-def ragcsv_lines(document: dict[str, Any]) -> list[str]:
-    """The RAGCSV quantile blocks (accuracy and times), in the RAGCSV benchmark's format."""
+def section_lines(section: dict[str, Any]) -> list[str]:
+    """One report section: its title, its table, its text."""
+    rows = [[section_cell(c) for c in row] for row in section.get("table") or ()]
+    return [str(section.get("title") or section.get("key")), *(table(rows) if rows else ()),
+            *(str(line) for line in section.get("text") or ())]
+
+
+def sections_lines(document: dict[str, Any]) -> list[str]:
+    """The report sections (built-in kinds' and plugins'), a blank line between them."""
     lines: list[str] = []
-    for system, block in (document.get("ragcsv") or {}).items():
-        tag = f" [{system}]" if system else ""
-        accuracy = block.get("accuracy")
-        if accuracy:
-            lines += ["", f"=== RAGCSV Eval Accuracy{tag} (n={block['n']}) ==="]
-            if block.get("accuracy_method"):
-                lines.append(f"  accuracy: {block['accuracy_method']}")
-            lines += [f"  {k}:  {v:.1f}%" for k, v in accuracy.items()]
-            lines.append(f"  pass (>={block['pass_threshold']:g}%): {block['pass']}/{block['n']}")
-        for name, title, decimals in RAGCSV_TIMES:
-            times = block.get(name)
-            if times:
-                lines += ["", f"=== RAGCSV Eval {title}{tag} (n={times['n']}) ==="]
-                lines += [f"  {k}:  {v:.{decimals}f}ms" for k, v in times.items() if k != "n"]
-    return lines[1:]
-
-
-def beir_lines(document: dict[str, Any]) -> list[str]:
-    """Dataset-level BEIR metrics (trec_eval over the whole run), one row per system."""
-    lines: list[str] = []
-    for dataset, systems in document.get("beir", {}).items():
-        names = sorted({m for result in systems.values() for m in result["metrics"]})
-        rows = [[f"BEIR {dataset}", "queries", *names]]
-        rows += [[system or "(all)", str(result["judged_queries"]),
-                  *(num(result["metrics"].get(m)) for m in names)]
-                 for system, result in systems.items()]
-        retrievers = sorted({r["retriever"] for r in systems.values() if r.get("retriever")})
-        lines += ["", *table(rows), *(f"  retrieved by {r}" for r in retrievers)]
+    for section in drawn_sections(document):
+        lines += ["", *section_lines(section)]
     return lines[1:]
 
 
@@ -426,8 +408,7 @@ PARTS: tuple[tuple[str, Callable[[dict[str, Any]], list[str]]], ...] = (
     ("the metrics table", metrics_lines), ("the judged metrics", lambda d: _judging_lines(d)),
     ("the calibration against people", lambda d: _calibration_lines(d)),
     ("the breakdowns", breakdown_lines),
-    ("the robustness table", lambda d: _robustness_lines(d)),
-    ("the RAGCSV blocks", ragcsv_lines), ("the BEIR tables", beir_lines),
+    ("the report sections", sections_lines),
     ("the usage tables", usage_lines), ("the components", components_lines),
     ("the comparisons", comparison_lines), ("the gates", gate_lines),
     ("the verdict", verdict_lines))
@@ -441,8 +422,12 @@ def _calibration_lines(document: dict[str, Any]) -> list[str]:
     return calibration.lines(document)
 
 
-def _robustness_lines(document: dict[str, Any]) -> list[str]:
-    return robustness.lines(document)
+def _trigger_lines(document: dict[str, Any]) -> list[str]:
+    """Raised [triggers] alarms of the traffic kind, first of all."""
+    # lazy: imported at each session end, so a report section's class is the current one
+    from pytest_ragbench.kinds.traffic.report import trigger_lines
+
+    return trigger_lines(document.get("traffic"))
 
 
 def render(document: dict[str, Any], written: Sequence[Path], report_dir: Path | None,
@@ -453,7 +438,7 @@ def render(document: dict[str, Any], written: Sequence[Path], report_dir: Path |
     printed.
     """
     lines: list[str] = []
-    for name, part in (("the coverage line", coverage_lines),
+    for name, part in (("the triggers", _trigger_lines), ("the coverage line", coverage_lines),
                        ("the partial-run line", interrupted_lines), *PARTS):
         try:
             produced = part(document)

@@ -56,7 +56,6 @@ def _testcase_name(text: str) -> str:
 
 def gate_checks(document: dict[str, Any]) -> Iterator[Check]:
     """Every gate checked (a gate not checked is skipped)."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.results.gates import gate_line
 
     for verdict in document.get("gates") or []:
@@ -72,7 +71,6 @@ def gate_checks(document: dict[str, Any]) -> Iterator[Check]:
 
 def judged_checks(document: dict[str, Any]) -> Iterator[Check]:
     """Every judged metric: failed when too many of its items went unscored."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.results.judging import failure_line
 
     judge = document.get("judge") or {}
@@ -93,7 +91,6 @@ def judged_checks(document: dict[str, Any]) -> Iterator[Check]:
 
 def regression_checks(document: dict[str, Any], gated: bool) -> Iterator[Check]:
     """Every regression found; failed only when regressions fail the session."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.results.gates import regression_line
 
     label = (document.get("baseline") or {}).get("label") or "baseline"
@@ -105,6 +102,38 @@ def regression_checks(document: dict[str, Any], gated: bool) -> Iterator[Check]:
         yield Check(name, "regression", "failed" if gated else "passed", line, properties)
 
 
+def traffic_checks(document: dict[str, Any]) -> Iterator[Check]:
+    """Every traffic trigger and every drift of the latest window.
+
+    A trigger fails when raised at level critical under ``--ragbench-fail-on critical``,
+    a worse drift under ``--ragbench-fail-on drift`` (they are then failure lines); raised
+    otherwise, it is reported as found.
+    """
+    from pytest_ragbench.kinds.traffic.report import drift_line
+
+    traffic = document.get("traffic") or {}
+    failing = set(traffic.get("failures") or ())
+    for trigger in traffic.get("triggers") or ():
+        raised = trigger.get("raised")
+        outcome = "failed" if trigger["line"] in failing else ("passed" if not raised
+                                                                else "found")
+        properties = (("ragbench.check", "trigger"), ("ragbench.message", trigger["line"]),
+                      ("ragbench.level", trigger.get("level")),
+                      ("ragbench.value", trigger.get("mean")))
+        yield Check(f"trigger[{trigger['metric']}]", "trigger", outcome, trigger["line"],
+                    properties)
+    latest = (traffic.get("windows") or [{}])[-1].get("window")
+    for change in traffic.get("drift") or ():
+        if change.get("after") != latest:
+            continue
+        line = drift_line(change)
+        outcome = "failed" if line in failing else "found"
+        properties = (("ragbench.check", "drift"), ("ragbench.message", line),
+                      ("ragbench.delta", change.get("delta")),
+                      ("ragbench.p_holm", change.get("p_holm")))
+        yield Check(f"drift[traffic.{change['metric']}]", "drift", outcome, line, properties)
+
+
 def category(check: str, outcome: str, counts: dict[tuple[str, str], int]) -> str:
     """The last line's words: ``gates missed``, ``gates passed``, ``judged metric unscored``...
 
@@ -113,6 +142,11 @@ def category(check: str, outcome: str, counts: dict[tuple[str, str], int]) -> st
     is named as found.
     """
     many = counts.get((check, outcome), 0) != 1
+    if check in ("trigger", "drift"):
+        noun = {"trigger": "triggers" if many else "trigger", "drift": "drifts" if many
+                else "drift"}[check]
+        return {"failed": f"{noun} failed", "found": f"{noun} raised" if check == "trigger"
+                else f"{noun} found"}.get(outcome, f"{noun} quiet")
     if check == "regression":
         noun = "regressions" if many else "regression"
         return noun if outcome == "failed" else f"{noun} found"
@@ -266,7 +300,7 @@ def emit(session: pytest.Session, document: dict[str, Any], results: Path, gated
     """Run every check as a test at the end of the session; returns how many failed."""
     config = session.config
     checks = [*gate_checks(document), *judged_checks(document),
-              *regression_checks(document, gated)]
+              *regression_checks(document, gated), *traffic_checks(document)]
     if not checks:
         return 0
     counts: dict[tuple[str, str], int] = {}

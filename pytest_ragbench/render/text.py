@@ -1,9 +1,22 @@
-"""Numbers, intervals and tables as the terminal section and report.html print them."""
+"""The one formatter: numbers, intervals, comparators and tables as every rendering prints them.
+
+The terminal section, report.html, report sections of kinds and plugins, gate lines and
+item failure messages format through these functions, so a number, an interval or a
+threshold reads the same everywhere.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+
+def shorten(text: str, limit: int = 200) -> str:
+    """A long text cut to ``limit`` characters for a message, saying how much was left out."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit].rstrip()} … ({len(text) - limit} more characters)"
 
 
 def table(rows: Sequence[Sequence[Any]]) -> list[str]:
@@ -25,6 +38,23 @@ def num(value: Any) -> str:
     return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3f}"
 
 
+def comparator(lower_is_better: bool) -> str:
+    """``<=`` for a metric where lower is better (timings), else ``>=``."""
+    return "<=" if lower_is_better else ">="
+
+
+def bound(limit: Any, lower_is_better: bool) -> str:
+    """A threshold with its comparator (``>=0.6``, ``<=2000``), ``-`` when there is none."""
+    if limit is None or isinstance(limit, bool) or not isinstance(limit, int | float):
+        return "-"
+    return f"{comparator(lower_is_better)}{limit:g}"
+
+
+def section_cell(value: Any) -> str:
+    """A table cell of a report section: numbers as :func:`num`, text as it is."""
+    return num(value)
+
+
 def signed(value: float | None) -> str:
     """A difference with its sign."""
     if value is None:
@@ -40,6 +70,11 @@ def interval(low: Any, high: Any) -> str:
 def percent(value: Any) -> str:
     """A share as a percentage."""
     return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def percent_interval(low: Any, high: Any) -> str:
+    """``[12.0%, 40.5%]`` or ``-``."""
+    return "-" if low is None or high is None else f"[{percent(low)}, {percent(high)}]"
 
 
 def seconds(value: Any) -> str:

@@ -1,7 +1,10 @@
 """The results document: everything a session concluded, computed from item records alone.
 
 - :mod:`.records` — one item's record (JSON-safe: it travels on test reports under xdist).
-- :mod:`.document` — ``results.json``, built from the parts below.
+- :mod:`.document` — the typed results document (``results.json``, described by
+  ``results.schema.json`` beside it), built from the parts below.
+- :mod:`.sections` — report sections that kinds and plugins add through the hook
+  ``pytest_ragbench_report_sections``.
 - :mod:`.aggregate` — cells of scores and their statistics: metrics, breakdowns, usage.
 - :mod:`.gates`, :mod:`.verdict` — aggregate gates and regressions; passed or failed, and why.
 - :mod:`.comparisons`, :mod:`.stages` — paired comparisons of systems and runs; which

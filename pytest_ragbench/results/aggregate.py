@@ -1,4 +1,4 @@
-"""Cells of scores and their statistics: metrics per kind, breakdowns, usage, RAGCSV blocks.
+"""Cells of scores and their statistics: metrics per kind, breakdowns, usage, timing.
 
 A *cell* is the set of items of one kind (optionally one system and some field values)
 scored on one metric. Each cell's 95% CI is chosen from its data
@@ -339,57 +339,4 @@ def timing_section(records: Iterable[ItemRecord]) -> dict[str, dict[str, Any]]:
         p50, p95 = _percentiles(values, (50, 95))
         section[kind] = {"n": len(values), "p50_s": p50, "p95_s": p95,
                          "mean_s": sum(values) / len(values), "total_s": sum(values)}
-    return section
-
-
-# ---------------------------------------------------------------- RAGCSV
-
-RAGCSV_PASS = 75.0
-RAGCSV_TIMINGS = ("total_time_ms", "ttft_ms", "itl_ms")
-QUANTILES = (("min", 0), ("p25", 25), ("p50", 50), ("p75", 75), ("p90", 90), ("p99", 99),
-             ("max", 100))
-
-
-def ragcsv_quantiles(values: Sequence[float]) -> dict[str, float]:
-    """min, p25 … p99, max and avg as the RAGCSV benchmark: ``sorted[n * p / 100]``."""
-    ordered = sorted(values)
-    n = len(ordered)
-    out = {name: ordered[min(n * p // 100, n - 1)] for name, p in QUANTILES}
-    out["avg"] = sum(ordered) / n
-    return out
-
-
-def ragcsv_section(records: Iterable[ItemRecord], systems: Sequence[str]
-                   ) -> dict[str, dict[str, Any]]:
-    """The RAGCSV accuracy and time blocks, per system (key ``""`` for one system).
-
-    Time blocks: ``total_time_ms``, and with streamed answers ``ttft_ms`` and ``itl_ms``
-    (seed 003's quantiles of each, over the rows that have it).
-    """
-    groups: dict[str, list[ItemRecord]] = defaultdict(list)
-    for record in records:
-        if record.kind == "ragcsv":
-            groups[(record.system or "") if len(systems) > 1 else ""].append(record)
-    section: dict[str, dict[str, Any]] = {}
-    for key in sorted(groups):
-        accuracy = [v for r in groups[key] if (v := scored_value(r, "accuracy")) is not None]
-        timings = {name: [v for r in groups[key] if (v := scored_value(r, name)) is not None]
-                   for name in RAGCSV_TIMINGS}
-        limits = {float(r.thresholds["accuracy"]) for r in groups[key]
-                  if isinstance(r.thresholds.get("accuracy"), int | float)}
-        bar = limits.pop() if len(limits) == 1 else RAGCSV_PASS
-        block: dict[str, Any] = {"n": len(accuracy), "pass_threshold": bar,
-                                 "pass": sum(v >= bar for v in accuracy)}
-        # How accuracy was measured (a judge's grade, or semantic similarity x 100).
-        methods = sorted({str(m) for r in groups[key]
-                          if (m := r.evidence.get("accuracy_method"))})
-        if methods:
-            block["accuracy_method"] = "; ".join(methods)
-        if accuracy:
-            block["accuracy"] = ragcsv_quantiles(accuracy)
-        for name, times in timings.items():
-            if times:
-                block[name] = {"n": len(times), **ragcsv_quantiles(times)}
-        if accuracy or any(timings.values()):
-            section[key] = block
     return section

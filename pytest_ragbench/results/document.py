@@ -1,25 +1,31 @@
 """The session's results document (``results.json``, and a saved run), built from records alone.
 
-Keys: ``schema_version``, ``run``, ``config``, ``metrics``, ``breakdowns``, ``comparisons``,
-``items`` (README "The report and CI"), plus ``not_compared`` (metrics a comparison could
-not pair, with the reason), ``counts``, ``components``,
-``power_analysis``, ``usage``, ``timing``, ``ragcsv``, ``beir``, ``robustness``,
-``judge`` (judged metrics: unscored counts, self-consistency, inconclusive items;
-:mod:`.judging`), ``judge_calibration``
-and ``judge_labels`` (results/calibration.py), ``baseline``, ``gates``, ``regressions``,
-``failures`` (the lines that fail the session) and ``coverage`` (what was checked, per
-kind: results/coverage.py).
+:class:`ResultsDocument` is the typed document; :meth:`ResultsDocument.to_dict` is
+results.json, described by ``results.schema.json`` (shipped beside this package's
+modules, written beside results.json). Keys: ``schema_version``, ``run``, ``config``,
+``metrics``, ``breakdowns``, ``comparisons``, ``items`` (README "The report and CI"),
+plus ``not_compared`` (metrics a comparison could not pair, with the reason), ``counts``,
+``components``, ``power_analysis``, ``usage``, ``timing``, ``judge`` (judged metrics:
+unscored counts, self-consistency, inconclusive items; :mod:`.judging`),
+``judge_calibration`` and ``judge_labels`` (results/calibration.py), ``baseline``,
+``gates``, ``regressions``, ``failures`` (the lines that fail the session), ``systems``,
+``coverage`` (what was checked, per kind: results/coverage.py), ``sections`` (the report
+sections of the hook ``pytest_ragbench_report_sections``: :mod:`.sections`) and one key
+per section holding its data (the built-in ones: ``robustness``, ``ragcsv``, ``beir``).
+
+Schema version 2 added ``sections``; version 1 documents (saved runs) have the same keys
+otherwise and are read as they are.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from importlib import resources
 from typing import Any
 
 from pytest_ragbench.cases.labels import LabelFile
 from pytest_ragbench.config.settings import RagbenchConfig
-from pytest_ragbench.kinds.beir import report as beir
-from pytest_ragbench.kinds.robust import report as robustness
 from pytest_ragbench.redact import scrub_data
 from pytest_ragbench.results import (
     aggregate,
@@ -27,6 +33,7 @@ from pytest_ragbench.results import (
     coverage,
     gates,
     judging,
+    sections,
 )
 from pytest_ragbench.results import (
     comparisons as compare,
@@ -34,17 +41,94 @@ from pytest_ragbench.results import (
 from pytest_ragbench.results.records import ItemRecord, json_safe
 from pytest_ragbench.results.runs import Baseline
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+SCHEMA_FILE = "results.schema.json"
+
+
+def schema_text() -> str:
+    """The JSON Schema of results.json, as shipped in the package."""
+    return resources.files(__package__).joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+
+
+@dataclass
+class ResultsDocument:
+    """Everything a session concluded; results.json is :meth:`to_dict`.
+
+    ``records`` (the item records, in node-id order) are what the sections are computed
+    from; results.json holds them as ``items``. The other fields are the top-level keys
+    of results.json (module docstring), in its order.
+    """
+
+    run: dict[str, Any]
+    config: dict[str, Any]
+    components: dict[str, str]
+    counts: dict[str, Any]
+    metrics: dict[str, Any]
+    breakdowns: dict[str, Any]
+    comparisons: dict[str, Any]
+    not_compared: list[dict[str, Any]]
+    power_analysis: dict[str, Any]
+    usage: dict[str, Any]
+    timing: dict[str, Any]
+    judge: dict[str, Any]
+    judge_calibration: dict[str, Any]
+    judge_labels: dict[str, Any] | None
+    baseline: dict[str, Any] | None
+    gates: list[dict[str, Any]]
+    regressions: list[dict[str, Any]]
+    failures: list[str]
+    systems: list[str]
+    records: list[ItemRecord] = field(repr=False, default_factory=list)
+    sections: list[sections.ReportSection] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # sections left out, and why
+    schema_version: int = SCHEMA_VERSION
+
+    def add_sections(self, found: Iterable[Any]) -> None:
+        """Add the hook's sections; one that is not valid is named in ``problems``."""
+        taken = {"schema_version", "items", "coverage", "sections",
+                 *(f.name for f in fields(self) if f.name not in ("records", "problems")),
+                 *(s.key for s in self.sections)}
+        self.sections += sections.accepted(sections.flatten(found), taken, self.problems)
+
+    def to_dict(self) -> dict[str, Any]:
+        """results.json: JSON-safe, secrets masked, items, coverage and sections added."""
+        top = {f.name: getattr(self, f.name) for f in fields(self)
+               if f.name not in ("records", "sections", "problems", "schema_version")}
+        top = {"schema_version": self.schema_version, **top}
+        top.update((s.key, s.data) for s in self.sections)
+        top["sections"] = [s.to_json() for s in self.sections]
+        # The items are JSON-safe and scrubbed already (ItemRecord.to_dict): not copied once
+        # more; the rest (settings, components, baseline, failure lines) has its secrets masked.
+        result = scrub_data(json_safe(top))
+        result["items"] = [_item(r) for r in self.records]
+        result["coverage"] = coverage.section(result)
+        return result
+
+
+SectionsHook = Callable[[ResultsDocument], Iterable[Any]]
 
 
 def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str, Any],
           components: dict[str, str], baseline: Baseline | None = None,
-          gate_list: Sequence[gates.Gate] = (), labels: LabelFile | None = None
-          ) -> dict[str, Any]:
+          gate_list: Sequence[gates.Gate] = (), labels: LabelFile | None = None,
+          report_sections: SectionsHook | None = None) -> dict[str, Any]:
+    """results.json: :func:`assemble`'s document as a dict."""
+    return assemble(records, settings, run=run, components=components, baseline=baseline,
+                    gate_list=gate_list, labels=labels,
+                    report_sections=report_sections).to_dict()
+
+
+def assemble(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str, Any],
+             components: dict[str, str], baseline: Baseline | None = None,
+             gate_list: Sequence[gates.Gate] = (), labels: LabelFile | None = None,
+             report_sections: SectionsHook | None = None) -> ResultsDocument:
     """Aggregate the records into the results document.
 
     Records are taken in node-id order, so the numbers do not depend on the order in
     which the items ran. ``labels`` are the human labels of ``--ragbench-judge-labels``.
+    ``report_sections`` returns the sections to add (the session calls the hook
+    ``pytest_ragbench_report_sections``); if it raises, the document has no sections and
+    says why in ``problems``.
     """
     records = sorted(records, key=lambda r: r.nodeid)
     systems = aggregate.systems_in(records, settings.systems)
@@ -75,7 +159,6 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
                          # a partial baseline is named (a warning and a note of the verdict)
                          "status": baseline.run.get("status") or "complete",
                          "items_not_run": baseline.run.get("items_not_run"), **counts}
-    beir_runs = beir.collect(records)
     matching = calibration.match(records, labels.labels if labels else ())
 
     def calibrated(cell: aggregate.Cell) -> dict[str, Any] | None:
@@ -90,36 +173,26 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
         failures += [gates.regression_line(c, baseline.label) for c in found_regressions]
     judge_part = judging.section(records, settings)
     failures += judge_part["failures"]  # too many unscored judged items fail like a gate
-    document = {
-        "schema_version": SCHEMA_VERSION,
-        "run": run,
-        "config": settings.public_dict(),
-        "components": components,
-        "counts": aggregate.counts_section(records),
-        "metrics": aggregate.metrics_section(stats, systems),
-        "breakdowns": aggregate.breakdowns_section(stats, systems),
-        "comparisons": compare.nest(comparisons),
-        "not_compared": not_compared,
-        "power_analysis": compare.power_section(records, comparisons),
-        "usage": aggregate.usage_section(records, systems),
-        "timing": aggregate.timing_section(records),
-        "ragcsv": aggregate.ragcsv_section(records, systems),
-        "beir": beir.section(beir_runs),
-        "robustness": robustness.section(records, systems),
-        "judge": judge_part,
-        "judge_calibration": calibration.section(records, systems, matching),
-        "judge_labels": calibration.labels_section(labels, matching),
-        "baseline": baseline_part,
-        "gates": verdicts,
-        "regressions": found_regressions,
-        "failures": failures,
-        "systems": systems,
-    }
-    # The items are JSON-safe and scrubbed already (ItemRecord.to_dict): not copied once
-    # more; the rest (settings, components, baseline, failure lines) has its secrets masked.
-    result = {**scrub_data(json_safe(document)), "items": [_item(r) for r in records]}
-    result["coverage"] = coverage.section(result)
-    return result
+    document = ResultsDocument(
+        run=run, config=settings.public_dict(), components=components,
+        counts=aggregate.counts_section(records),
+        metrics=aggregate.metrics_section(stats, systems),
+        breakdowns=aggregate.breakdowns_section(stats, systems),
+        comparisons=compare.nest(comparisons), not_compared=not_compared,
+        power_analysis=compare.power_section(records, comparisons),
+        usage=aggregate.usage_section(records, systems),
+        timing=aggregate.timing_section(records), judge=judge_part,
+        judge_calibration=calibration.section(records, systems, matching),
+        judge_labels=calibration.labels_section(labels, matching), baseline=baseline_part,
+        gates=verdicts, regressions=found_regressions, failures=failures, systems=systems,
+        records=records)
+    if report_sections is not None:
+        try:
+            document.add_sections(report_sections(document))
+        except Exception as exc:  # a plugin's section never takes the report down
+            detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            document.problems.append(f"the report sections could not be made ({detail})")
+    return document
 
 
 def plot_document(records: list[ItemRecord], settings: RagbenchConfig) -> dict[str, Any]:

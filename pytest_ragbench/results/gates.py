@@ -27,9 +27,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_ragbench.config.options import GATE_MIN_N
 from pytest_ragbench.config.thresholds import flatten
 from pytest_ragbench.errors import ConfigError
-from pytest_ragbench.render.text import effect, p_text, signed
+from pytest_ragbench.render.text import comparator, effect, p_text, signed
 from pytest_ragbench.results.aggregate import Cell, direction
 from pytest_ragbench.results.comparisons import timing_metric
 
@@ -100,7 +101,7 @@ def gate_cells(gate: Gate, systems: Sequence[str]) -> list[Cell]:
     return [Cell(gate.kind, gate.metric, None, where)]
 
 
-def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str, min_n: int = 5,
+def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str, min_n: int = GATE_MIN_N,
           calibration: dict[str, Any] | None = None) -> dict[str, Any]:
     """The verdict of one gate on one cell.
 
@@ -163,7 +164,7 @@ def _unscored_note(result: dict[str, Any]) -> str:
 
 def gate_line(result: dict[str, Any]) -> str:
     """One line naming the gate, the value checked and the interval."""
-    op = "<=" if result["direction"] == "lower" else ">="
+    op = comparator(result["direction"] == "lower")
     label = "threshold" if result["source"] == "threshold" else "gate"
     head = f"{label} {result['gate']} {op} {result['bound']:g}"
     status = result.get("status", "checked" if result["passed"] is not None else "")

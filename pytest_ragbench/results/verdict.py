@@ -109,6 +109,19 @@ def resumed_text(run: dict[str, Any]) -> str | None:
             f"kept from the interrupted session(s), {now or 0} run in this one")
 
 
+def shard_text(run: dict[str, Any]) -> str | None:
+    """What a shard's report, or a merge of shards, says about its scope."""
+    shard = run.get("shard")
+    if isinstance(shard, dict):
+        return (f"shard {shard.get('index')} of {shard.get('total')}: gates are decided at "
+                "merge (ragbench merge)")
+    merged = run.get("merged")
+    if isinstance(merged, dict):
+        return (f"merged from {plural(len(merged.get('shards') or []), 'shard')} of "
+                f"{merged.get('total')}")
+    return None
+
+
 def partial_baseline_text(baseline: dict[str, Any]) -> str:
     """The warning for a comparison against a run that was interrupted."""
     not_run = baseline.get("items_not_run")
@@ -173,6 +186,9 @@ def decide(document: dict[str, Any]) -> Verdict:
 def _notes(document: dict[str, Any], gates: list[dict[str, Any]],
            failing_regressions: int) -> list[Reason]:
     notes = []
+    shard_line = shard_text(document.get("run") or {})
+    if shard_line:
+        notes.append(Reason(shard_line, "gates", failing=False))
     baseline = document.get("baseline")
     if isinstance(baseline, dict) and baseline.get("status") == "interrupted":
         notes.append(Reason(partial_baseline_text(baseline), "comparisons", failing=False))

@@ -13,6 +13,7 @@ from typing import Any
 
 from pytest_ragbench.metrics.answer import semantic_similarities
 from pytest_ragbench.metrics.registry import Score, Unscored
+from pytest_ragbench.render.text import shorten
 from pytest_ragbench.robust import properties as props
 from pytest_ragbench.robust.perturb import Perturbed
 from pytest_ragbench.robust.search import Verdict
@@ -155,5 +156,4 @@ def _padded(ranking: list[str], depth: int, side: str) -> list[Any]:
 
 
 def _shorten(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= ANSWER_SHOWN else text[:ANSWER_SHOWN - 3] + "..."
+    return shorten(text, ANSWER_SHOWN)

@@ -15,6 +15,7 @@ journal, and the run is ``complete`` or ``interrupted`` (with the items not run)
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -53,6 +54,7 @@ class RagbenchSession:
         self.gates: list[Any] = []
         self.labels: Any = None  # the --ragbench-judge-labels file, read at the start
         self.document: dict[str, Any] | None = None
+        self.results: Any = None  # the typed ResultsDocument (results/document.py)
         self.written: list[Path] = []
         self.problems: list[str] = []
         self._warned = 0  # problems already issued as warnings
@@ -72,18 +74,30 @@ class RagbenchSession:
         # go with its own) and those it leaves for --ragbench-resume (named in the report).
         self.replaced_runs: list[Path] = []
         self.other_runs: list[dict[str, Any]] = []
+        # --ragbench-merge: the shards' records (run/shards.Merged), and the shard of each
+        # ragbench item this session collected (none of them runs)
+        self.merged: Any = None
+        self.merge_collected: dict[str, int] | None = None
 
     # -- the run --------------------------------------------------------------------------
 
     def prepare_run(self) -> None:
         """Choose the run id (a new one, or the run ``--ragbench-resume`` continues)."""
         if self.settings.resume:
-            # lazy: kept out of a plain pytest run
             from pytest_ragbench.run import resume
 
             self.resume = resume.find(self.settings.report_dir, self._public_settings())
             if self.resume is not None:
                 self.run_id = self.resume.run_id
+        if self.settings.merge_from:
+            from pytest_ragbench.render.files import run_info
+            from pytest_ragbench.run import shards
+
+            if getattr(self.config.option, "numprocesses", None):
+                raise ConfigError("--ragbench-merge runs no item: drop -n (pytest-xdist)")
+            settings = shards.comparable_settings(self._public_settings(), self.config.rootpath)
+            self.merged = shards.merge(self.settings.merge_from, settings,
+                                       run_info(self.config.rootpath))
         self.journal = journal_mod.JournalWriter(
             journal_mod.journal_path(self.settings.report_dir, self.run_id), self.run_id)
 
@@ -113,6 +127,9 @@ class RagbenchSession:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Without xdist: the selected ragbench items (after -k, --lf, resume deselection)."""
+        if self.merge_collected is not None:  # merging shards: every item, none run here
+            self._items_known(set(self.merge_collected))
+            return
         self._items_known({item.nodeid for item in session.items
                            if hasattr(item, "record_for_report")})
 
@@ -125,7 +142,6 @@ class RagbenchSession:
         self._items_known({nodeid for nodeid, found in named.items() if found is not None})
         if first and self.selected and self.write_files and self.resume is None \
                 and not self.config.option.collectonly:
-            # lazy: kept out of a plain pytest run
             from pytest_ragbench.run.plots_ahead import PlotsAhead
 
             self.plots_ahead = PlotsAhead(self.settings)
@@ -150,17 +166,14 @@ class RagbenchSession:
             if self.settings.systems:
                 check_systems(self.config, self.settings.systems)
             if self.settings.save:
-                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.results.runs import check_name
 
                 check_name(self.settings.save)
             if self.settings.gates:
-                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.results.gates import parse_gates
 
                 self.gates = parse_gates(self.settings.gates)
             if self.settings.judge_labels:
-                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.cases.labels import read_labels
                 from pytest_ragbench.config.vocabulary import check_labels
 
@@ -168,7 +181,6 @@ class RagbenchSession:
                 self.labels = read_labels(path, display_path(path, self.config))
                 check_labels(self.labels, registry(self.config))
             if self.settings.compare:
-                # lazy: kept out of a plain pytest run
                 from pytest_ragbench.results import runs
 
                 path = runs.resolve(self.settings.compare, self.settings.report_dir,
@@ -237,7 +249,7 @@ class RagbenchSession:
         self.status = run_status(
             self.selected, set(self.records),
             interrupted=session.exitstatus == pytest.ExitCode.INTERRUPTED,
-            signal_name=self._signal_name(),
+            signal_name=self._signal_name() or self._missing_shards(),
             shouldstop=session.shouldstop or session.shouldfail)
         stopped = bool(self.selected) and self.status.status == "interrupted" \
             and not self.config.option.collectonly
@@ -248,7 +260,6 @@ class RagbenchSession:
                 journal_mod.remove([self.journal.path], self.problems)
             return
         # (An interrupted run with no item finished still says so, every item not run.)
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.render import files
 
         records = self.sorted_records()
@@ -269,7 +280,9 @@ class RagbenchSession:
         if self.write_files:
             self.written += files.write_all(self.document, records, self.settings,
                                             self.problems, items_written=bool(self.written),
-                                            plots_ahead=ahead)
+                                            plots_ahead=ahead,
+                                            sections=self.results.sections
+                                            if self.results is not None else ())
             self._guard("removing the run's journal", self._finish_journal)
         if self.document["failures"] and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -290,8 +303,26 @@ class RagbenchSession:
         if self.plots_ahead is not None:
             self.plots_ahead.close()
 
+    def _missing_shards(self) -> str | None:
+        """``shard 3 of 4 not merged (12 items)`` when a merge lacks items of some shards."""
+        if self.merge_collected is None or self.merged is None:
+            return None
+        missing = [n for n in self.merge_collected if n not in self.merged.records]
+        if not missing:
+            return None
+        # the folders not given; else the shards whose run left items out
+        which = self.merged.missing_shards() or sorted({self.merge_collected[n]
+                                                        for n in missing})
+        named = ", ".join(str(i) for i in which)
+        return (f"shard{'s' if len(which) > 1 else ''} {named} of {self.merged.total} not "
+                f"merged ({len(missing)} item{'s' if len(missing) != 1 else ''})")
+
     def _merge_journal(self) -> None:
         """Records that never reached this process (a worker's last ones), and the kept ones."""
+        if self.merged is not None:
+            for nodeid, data in self.merged.records.items():
+                if nodeid not in self.records:
+                    self.records[nodeid] = ItemRecord.from_dict(data)
         if self.journal is None or not self.journal.path.is_file():
             return
         if self.resume is None and self.selected is not None \
@@ -319,12 +350,19 @@ class RagbenchSession:
         return self.stopped_by
 
     def _settle_exit_status(self, session: pytest.Session) -> None:
-        """A resumed run's kept failures fail the session; all items kept is not 'no tests'."""
-        if self.resume is None:
+        """A resumed run's kept failures fail the session; all items kept is not 'no tests'.
+
+        A merge of shards ends as the run on one machine would have; one missing a shard
+        ends as an interrupted run.
+        """
+        if self.resume is None and self.merged is None:
             return
         failed = any(r.status in ("failed", "error", "lost") for r in self.records.values())
         if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
+        if self.merged is not None and self.status is not None \
+                and self.status.status == "interrupted":
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
 
     def _settle_other_runs(self) -> None:
         """Which other unfinished runs this one replaces, and which it leaves to be resumed.
@@ -334,7 +372,6 @@ class RagbenchSession:
         only in part (after ``--lf`` or ``-k``) keeps its journal, so no finished record
         goes unless its item ran again.
         """
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.run.resume import kept_records
 
         complete = self.status is not None and self.status.status == "complete"
@@ -361,7 +398,6 @@ class RagbenchSession:
 
         baseline = (self.document or {}).get("baseline") or {}
         if baseline.get("status") == "interrupted":
-            # lazy: kept out of a plain pytest run
             from pytest_ragbench.results.verdict import partial_baseline_text
 
             with contextlib.suppress(Exception):
@@ -369,9 +405,9 @@ class RagbenchSession:
                     f"ragbench: {partial_baseline_text(baseline)}"), stacklevel=1)
 
     def _build(self, session: pytest.Session, records: list[ItemRecord]) -> dict[str, Any]:
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.render.files import run_info
         from pytest_ragbench.results import document as document_mod
+        from pytest_ragbench.results import sections
 
         found = {**self.worker_components, **components_mod.components(self.config)}
         run = run_info(self.config.rootpath, self.run_id)
@@ -385,16 +421,41 @@ class RagbenchSession:
             kept = len(self.resume.kept)
             run["resumed"] = {"sessions": self.resume.sessions + 1, "kept_items": kept,
                               "run_now": len(records) - kept}
-        document = document_mod.build(
-            records, self.settings, run=run,
+        settings, gate_list = self.settings, self.gates
+        if self.settings.shard:
+            from pytest_ragbench.run import shards
+
+            shard = shards.parse_shard(self.settings.shard)
+            run["shard"] = {"index": shard.index, "total": shard.total,
+                            "balanced_by": str(self.settings.shard_durations)
+                            if self.settings.shard_durations else None,
+                            "settings": shards.comparable_settings(self._public_settings(),
+                                                                   self.config.rootpath)}
+            # the gates need every item: decided when the shards are merged
+            settings = dataclasses.replace(settings, gate="mean", fail_on=None)
+            gate_list = []
+        if self.merged is not None:
+            found = {**found, **self.merged.components()}
+            run["merged"] = {"total": self.merged.total,
+                             "shards": [{"index": s.shard.get("index"), "folder": str(s.folder),
+                                         "run_id": s.run.get("id")}
+                                        for s in self.merged.shards],
+                             "missing": self.merged.missing_shards()}
+        run["exit_status"] = int(session.exitstatus)
+        self.results = document_mod.assemble(
+            records, settings, run=run,
             components=components_mod.ordered(found), baseline=self.baseline,
-            gate_list=self.gates, labels=self.labels)
-        document["run"]["exit_status"] = int(session.exitstatus)
-        return document
+            gate_list=gate_list, labels=self.labels,
+            report_sections=lambda typed: sections.from_hook(self.config, typed,
+                                                             self.problems))
+        if settings is not self.settings:  # the shard's own settings, as given
+            self.results.config["gate"] = self.settings.gate
+        self.problems += self.results.problems
+        return self.results.to_dict()
 
     def _report_checks(self, session: pytest.Session, document: dict[str, Any]) -> None:
         testcases.emit(session, document, self.settings.report_dir / "results.json",
-                       gated=self.settings.fail_on == "regression", problems=self.problems)
+                       gated=self.settings.fails_on("regression"), problems=self.problems)
 
     def _guard(self, part: str, action: Callable[[], T]) -> T | None:
         """Run one part of the report; a failure becomes a problem line naming the part."""
@@ -427,7 +488,6 @@ class RagbenchSession:
             return
         terminalreporter.section("ragbench")
         if self.document is not None:
-            # lazy: kept out of a plain pytest run
             from pytest_ragbench.render.terminal import render
 
             before = len(self.problems)

@@ -28,6 +28,8 @@ from pytest_ragbench.redact import scrub_data
 BUSY_TIMEOUT_S = 60.0
 _SQL_BATCH = 500
 _MEMORY_LIMIT = 50_000  # entries kept in the in-process layer (~75 MB of MiniLM vectors)
+# The store files of a cache folder: embeddings, model replies, spelling corrections.
+STORE_FILES = ("embeddings.sqlite3", "responses.sqlite3", "spelling.sqlite3")
 
 
 class CacheWarning(UserWarning):
@@ -106,6 +108,25 @@ class Notice:
                 return
             self._said.add(topic)
         warnings.warn(message, CacheWarning, stacklevel=3)
+
+
+def open_read_only(path: Path) -> sqlite3.Connection | None:
+    """A cache file opened read-only (as immutable where its WAL index cannot be created).
+
+    None when it cannot be read as a cache file (no ``entries`` table).
+    """
+    location = path.resolve().as_posix()
+    for query in ("mode=ro", "immutable=1"):
+        conn = None
+        try:
+            conn = sqlite3.connect(f"file:{location}?{query}", uri=True,
+                                   check_same_thread=False)
+            conn.execute("SELECT COUNT(*) FROM entries").fetchone()
+            return conn
+        except sqlite3.DatabaseError:
+            if conn is not None:
+                conn.close()
+    return None
 
 
 class SqliteStore:
@@ -192,18 +213,7 @@ class SqliteStore:
 
     def _open_read_only(self) -> sqlite3.Connection | None:
         """The file opened read-only; as immutable where its WAL index cannot be created."""
-        location = self.path.resolve().as_posix()
-        for query in ("mode=ro", "immutable=1"):
-            conn = None
-            try:
-                conn = sqlite3.connect(f"file:{location}?{query}", uri=True,
-                                       check_same_thread=False)
-                conn.execute("SELECT COUNT(*) FROM entries").fetchone()
-                return conn
-            except sqlite3.DatabaseError:
-                if conn is not None:
-                    conn.close()
-        return None
+        return open_read_only(self.path)
 
     def _move_aside(self, exc: sqlite3.DatabaseError) -> bool:
         """Rename a corrupt file (and its WAL files) so that a new one is started."""
@@ -282,6 +292,27 @@ class SqliteStore:
             self._failed("write", exc)
             return 0
         return len(items)
+
+    def put_new(self, items: Mapping[str, bytes]) -> int:
+        """Store the entries whose keys are absent; returns how many were added.
+
+        An entry already present keeps its value, whoever wrote it meanwhile.
+        """
+        if not items:
+            return 0
+        conn = self._connect()
+        if conn is None or not self.writes:
+            raise ConfigError(f"the cache file {self.path} cannot be written")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            cursor = conn.executemany("INSERT OR IGNORE INTO entries (key, value) VALUES (?, ?)",
+                                      list(items.items()))
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.DatabaseError):
+                conn.execute("ROLLBACK")
+            raise
+        return int(cursor.rowcount)
 
     def count(self) -> int:
         """Return the number of stored entries."""
@@ -437,9 +468,10 @@ class Caches:
             indexes.mkdir(exist_ok=True)
         # indexes are written beside their lock files: none in a folder that cannot be written
         index_dir = indexes if writable(cache_dir) and writable(indexes) else None
-        return cls(EmbeddingCache(SqliteStore(cache_dir / "embeddings.sqlite3", notice)),
-                   ResponseCache(SqliteStore(cache_dir / "responses.sqlite3", notice)),
-                   index_dir, CorrectionCache(SqliteStore(cache_dir / "spelling.sqlite3", notice)))
+        embeddings, responses, spelling = (SqliteStore(cache_dir / name, notice)
+                                           for name in STORE_FILES)
+        return cls(EmbeddingCache(embeddings), ResponseCache(responses), index_dir,
+                   CorrectionCache(spelling))
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Return the counters of both caches."""

@@ -93,7 +93,6 @@ def embed_problem() -> str | None:
 @pytest.fixture(scope="session")
 def ragbench_cache(ragbench_config: RagbenchConfig) -> Caches:
     """The session's embedding and response caches (in memory with --ragbench-no-cache)."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.systems.cache import Caches
 
     return Caches.open(ragbench_config.cache_dir)
@@ -102,7 +101,6 @@ def ragbench_cache(ragbench_config: RagbenchConfig) -> Caches:
 @pytest.fixture(scope="session")
 def ragbench_loop() -> Iterator[LoopThread]:
     """The background event loop shared by the model clients and prefetching."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.systems.aio import LoopThread
 
     loop = LoopThread()
@@ -130,7 +128,6 @@ def ragbench_corpus(ragbench_config: RagbenchConfig) -> list[Document]:
 
     With ``--ragbench-max-docs N``, the first N of them.
     """
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.systems.corpus import load_corpus
 
     documents = load_corpus(ragbench_config.corpus_paths)
@@ -141,7 +138,6 @@ def ragbench_corpus(ragbench_config: RagbenchConfig) -> list[Document]:
 def ragbench_retriever(request: pytest.FixtureRequest, ragbench_embedder: Embedder,
                        ragbench_corpus: list[Document], ragbench_cache: Caches) -> Retriever:
     """Hybrid retriever (FAISS + BM25, reciprocal-rank fusion) indexed once on the corpus."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.systems.corpus import CorpusWarning
     from pytest_ragbench.systems.retrievers import default_retriever
 
@@ -149,7 +145,6 @@ def ragbench_retriever(request: pytest.FixtureRequest, ragbench_embedder: Embedd
         warnings.warn("the default retriever has no documents: set the ini key ragbench_corpus "
                       "or put a corpus/ folder beside the cases", CorpusWarning, stacklevel=2)
     if _qdrant_configured(request):  # --ragbench-qdrant-url/-path: Qdrant's hybrid
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.systems.qdrant.fixtures import qdrant_retriever
 
         retriever: Retriever = qdrant_retriever(request, ragbench_corpus)
@@ -174,7 +169,6 @@ def index_with_progress(config: pytest.Config, retriever: Any, documents: Sequen
     The chunks go through the embedder's cache, from which indexing then reads every
     vector; an embedder without a cache (or in a CI log) just indexes.
     """
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.run import progress
 
     cache = getattr(embedder, "cache", None)
@@ -230,7 +224,6 @@ def ragbench_beir_retriever_factory(request: pytest.FixtureRequest, ragbench_emb
 
     def build(dataset: str, documents: Sequence[Document]) -> Retriever:
         if _qdrant_configured(request):  # --ragbench-qdrant-url/-path: Qdrant's hybrid
-            # lazy: kept out of a plain pytest run
             from pytest_ragbench.systems.qdrant.fixtures import qdrant_retriever
 
             built: Retriever = qdrant_retriever(request, documents)
@@ -248,7 +241,6 @@ def ragbench_beir_retriever_factory(request: pytest.FixtureRequest, ragbench_emb
 def ragbench_memory(request: pytest.FixtureRequest, ragbench_embedder: Embedder) -> Iterator[Any]:
     """A fresh, empty memory store for each test (in Qdrant when pointed at it)."""
     if _qdrant_configured(request):
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.systems.qdrant.fixtures import qdrant_memory
 
         store = qdrant_memory(request, ragbench_embedder)
@@ -283,7 +275,6 @@ def ragbench_llm(request: pytest.FixtureRequest, ragbench_config: RagbenchConfig
         yield client
         client.close()
         return
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.systems.local_llm import LlamaCppGenerator, find_gguf, local_llm_problem
 
     problem = local_llm_problem()
@@ -327,7 +318,6 @@ def ragbench_system(request: pytest.FixtureRequest) -> System:
     """
     if get_config(request.config).system_url:
         return service_system(request)
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.systems.checks import require
     from pytest_ragbench.systems.default import EmbeddedSystem
 
@@ -372,7 +362,6 @@ def _top_k(request: pytest.FixtureRequest) -> dict[str, int]:
 
 def _max_tokens(request: pytest.FixtureRequest) -> int:
     """The embedded system's answer cap: ``--ragbench-max-tokens``, else its default."""
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.systems.prompts import ANSWER_MAX_TOKENS
 
     return get_config(request.config).max_tokens or ANSWER_MAX_TOKENS
@@ -392,7 +381,6 @@ def corpus_speller(request: pytest.FixtureRequest, retriever: Any) -> Any:
     if not isinstance(documents, Sequence) or not documents \
             or importlib.util.find_spec("symspellpy") is None:
         return None
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.systems.cache import stable_hash
     from pytest_ragbench.systems.spelling import CachedSpeller
 
@@ -439,13 +427,11 @@ def ragbench_prefetch(request: pytest.FixtureRequest, ragbench_config: RagbenchC
     On a pytest-xdist worker, only the worker's own items are prefetched: those it has
     been sent and not run yet, topped up as each item asks (``run/schedule.py``).
     """
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.run.schedule import on_worker, upcoming
 
     state = _ragbench_prefetch_state
     worker = on_worker(request.config)
     if state.prefetcher is None:
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.run.prefetch import Prefetcher
         from pytest_ragbench.run.progress import progress_bar
 
@@ -600,7 +586,6 @@ class NamedSystems:
         if name not in self._factories:
             raise RagbenchError(f"unknown system {name!r}; known systems: "
                                 f"{known_systems(self._factories)}")
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.systems.checks import ProtocolMismatch, problems
 
         try:
@@ -655,7 +640,6 @@ def _builtin_system(name: str, request: pytest.FixtureRequest) -> Any:
     """``default`` is ``ragbench_system``; the others the embedded system with one retriever."""
     if name == "default":
         return request.getfixturevalue("ragbench_system")
-    # lazy: kept out of a plain pytest run
     from pytest_ragbench.systems.default import EmbeddedSystem
 
     retriever = builtin_retriever(request, name)
@@ -686,7 +670,6 @@ def _build_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
 
     corpus: list[Document] = request.getfixturevalue("ragbench_corpus")
     if kind.startswith("qdrant"):  # Qdrant at --ragbench-qdrant-url/-path, else in memory
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.systems.qdrant.fixtures import MODES, qdrant_retriever
 
         return qdrant_retriever(request, corpus, MODES[kind])
@@ -710,7 +693,6 @@ def _build_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
     else:
         raise ValueError(f"unknown built-in retriever {kind!r} (dense, bm25 or hybrid)")
     if not corpus and kind != "hybrid":  # hybrid: dense and bm25 have warned already
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.systems.corpus import CorpusWarning
 
         warnings.warn(f"the built-in system {kind!r} has no documents: set the ini key "

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_ragbench.errors import ModelCallError
+from pytest_ragbench.render.text import shorten
 from pytest_ragbench.systems.protocols import Context, as_messages
 
 SYSTEM_INSTRUCTION = ("You are a helpful assistant. Answer the question based only on the "
@@ -66,9 +67,3 @@ def json_object(text: str) -> dict[str, Any] | None:
     except (json.JSONDecodeError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def shorten(text: str, limit: int = 200) -> str:
-    """Collapse whitespace and cut to ``limit`` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"

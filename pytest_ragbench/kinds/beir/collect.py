@@ -31,7 +31,6 @@ class BeirDataset(pytest.Directory):
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         """Yield the qrels file of the split; a folder with no usable split fails once."""
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.collect.items import InvalidCaseItem
         from pytest_ragbench.formats.beir import qrels_splits
 
@@ -75,7 +74,6 @@ class BeirQrels(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield the items in the order of the qrels file."""
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.cases.model import BeirCase
         from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem
         from pytest_ragbench.formats.beir import QrelsLines, corpus_ids, read_qrels, read_queries

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.metrics import Unscored, evaluate_run, write_run
+from pytest_ragbench.render.files import write_json
 from pytest_ragbench.results.records import ItemRecord
+from pytest_ragbench.results.sections import LeaderboardRow, ReportSection
 
 MEASURES = ("nDCG@10", "R@10", "R@100", "P@10", "RR", "AP", "nDCG@100")
 
@@ -98,3 +100,39 @@ def section(runs: Iterable[BeirRun]) -> dict[str, dict[str, Any]]:
     for beir in runs:
         out[beir.dataset][beir.system or ""] = evaluate(beir)
     return dict(out)
+
+
+TITLE = "BEIR: dataset-level metrics (trec_eval over the whole run), per system"
+
+
+def report_section(records: Sequence[ItemRecord], run_id: str | None) -> ReportSection:
+    """``results.json["beir"]``, its table, the run's files and leaderboard rows.
+
+    Files: ``<stem>.run.trec`` and ``<stem>.metrics.json`` per run; a leaderboard row per
+    dataset-level metric. Empty without BEIR items.
+    """
+    runs = collect(records)
+    results = section(runs)
+    names = sorted({m for systems in results.values() for result in systems.values()
+                    for m in result["metrics"]})
+    table: list[list[Any]] = [["BEIR dataset", "system", "queries", *names]]
+    text: list[str] = []
+    board: list[LeaderboardRow] = []
+    for dataset, systems in results.items():
+        for system, result in systems.items():
+            table.append([dataset, system or "(all)", result["judged_queries"],
+                          *(result["metrics"].get(m) for m in names)])
+            board += [LeaderboardRow(system, "beir", dataset, metric, result["judged_queries"],
+                                     value) for metric, value in result["metrics"].items()]
+        retrievers = sorted({r["retriever"] for r in systems.values() if r.get("retriever")})
+        text += [f"{dataset} retrieved by {r}" for r in retrievers]
+    files: dict[str, Any] = {}
+    for beir in runs:
+        result = results.get(beir.dataset, {}).get(beir.system or "") or {}
+        files[f"{beir.stem}.run.trec"] = lambda path, beir=beir: write(beir, path.parent)
+        files[f"{beir.stem}.metrics.json"] = lambda path, beir=beir, result=result: \
+            write_json(path, {"dataset": beir.dataset, "system": beir.system, "run_id": run_id,
+                              **result})
+    return ReportSection(key="beir", title=TITLE, data=results,
+                         table=table if len(table) > 1 else (), text=text, files=files,
+                         leaderboard=board)

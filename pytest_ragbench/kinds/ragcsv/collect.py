@@ -37,7 +37,6 @@ class RagcsvFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield one item per readable row and one failing item per unreadable row."""
-        # lazy: kept out of a plain pytest run
         from pytest_ragbench.cases.model import RagcsvCase, RagcsvFragment
         from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem
         from pytest_ragbench.formats.ragcsv import read_ragcsv

@@ -12,12 +12,12 @@ covered a share of 0.97 over 5 cases 86% of the time (exactly), the modified one
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html import escape
 from typing import Any
 
 from pytest_ragbench.config.settings import PERTURBATION_KINDS
-from pytest_ragbench.render.text import table
+from pytest_ragbench.render.text import percent, percent_interval
 from pytest_ragbench.results.records import ItemRecord
+from pytest_ragbench.results.sections import ReportSection
 from pytest_ragbench.robust import evidence as keys
 from pytest_ragbench.stats.intervals import proportion_interval
 
@@ -88,78 +88,45 @@ def _failing_case(record: ItemRecord) -> dict[str, Any] | None:
 
 # -- rendering ---------------------------------------------------------------------------
 
-
-def _percent(value: Any) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
+TITLE = "robustness: share of cases whose perturbed questions keep every property"
 
 
-def rows(document: dict[str, Any]) -> list[list[str]]:
+def rows(part: dict[str, Any]) -> list[list[Any]]:
     """The table: perturbation kind (and system), cases checked, held, share, CI, not checked."""
-    part = document.get("robustness") or {}
     several = any("systems" in e for e in part.get("perturbations", {}).values())
-    table = [["perturbation", *(["system"] if several else []), "cases", "held", "share",
-              "95% CI (Wilson)", "not checked"]]
+    table: list[list[Any]] = [["perturbation", *(["system"] if several else []), "cases",
+                               "held", "share", "95% CI (Wilson)", "not checked"]]
     for kind, entry in part.get("perturbations", {}).items():
         cells = entry.get("systems", {}) if several else {"": entry}
         for system, cell in cells.items():
-            table.append([kind, *([system] if several else []), str(cell["cases"]),
-                          str(cell["held"]), _percent(cell["share"]),
-                          "-" if cell["ci_low"] is None else
-                          f"[{_percent(cell['ci_low'])}, {_percent(cell['ci_high'])}]",
-                          str(cell["not_checked"])])
+            table.append([kind, *([system] if several else []), cell["cases"], cell["held"],
+                          percent(cell["share"]), percent_interval(cell["ci_low"],
+                                                                   cell["ci_high"]),
+                          cell["not_checked"]])
     return table
 
 
-def worst_lines(document: dict[str, Any]) -> list[str]:
-    """One line per worst case, then one per minimal failing question."""
-    part = document.get("robustness") or {}
-    out = []
-    for case in part.get("worst", []):
-        system = f" [{case['system']}]" if case.get("system") else ""
-        out.append(f"{case['case']}{system}: {len(case['failures'])} of {case['checked']} "
-                   f"perturbation kinds broke (seed {case['seed']}): {case['nodeid']}")
-        out += [f"  {f['perturbation']}: {f['minimal_question']!r} ({f['broke']})"
-                for f in case["failures"]]
-    return out
-
-
-def lines(document: dict[str, Any]) -> list[str]:
-    """The terminal part: the table, then the worst cases with their minimal failing question."""
-    part = document.get("robustness") or {}
-    if not part:
-        return []
-    out = ["robustness: share of cases whose perturbed questions keep every property",
-           *table(rows(document))]
+def worst_lines(part: dict[str, Any]) -> list[str]:
+    """The worst cases, each with its minimal failing question per broken perturbation kind."""
     shown = len(part["worst"])
-    if shown:
-        more = f", {shown} shown" if part["failing_cases"] > shown else ""
-        out += [f"worst cases ({part['failing_cases']} failing{more}), with the minimal "
-                "failing question (rerun one with --hypothesis-seed=<seed>):",
-                *(f"  {line}" for line in worst_lines(document))]
-    else:
-        out.append("no case broke a property")
+    if not shown:
+        return ["no case broke a property"]
+    more = f", {shown} shown" if part["failing_cases"] > shown else ""
+    out = [f"worst cases ({part['failing_cases']} failing{more}), with the minimal "
+           "failing question (rerun one with --hypothesis-seed=<seed>):"]
+    for case in part["worst"]:
+        system = f" [{case['system']}]" if case.get("system") else ""
+        out.append(f"  {case['case']}{system}: {len(case['failures'])} of {case['checked']} "
+                   f"perturbation kinds broke (seed {case['seed']}): {case['nodeid']}")
+        out += [f"    {f['perturbation']}: {f['minimal_question']!r} ({f['broke']}; "
+                f"changed: {f['change']})" for f in case["failures"]]
     return out
 
 
-def html(document: dict[str, Any]) -> str:
-    """The report.html part (empty when the run had no robustness items)."""
-    part = document.get("robustness") or {}
+def report_section(records: Sequence[ItemRecord], systems: Sequence[str]) -> ReportSection:
+    """``results.json["robustness"]``, its table and its worst cases (empty without items)."""
+    part = section(records, systems)
     if not part:
-        return ""
-    head, *body = rows(document)
-    table = ("<table><thead><tr>" + "".join(f"<th>{escape(c)}</th>" for c in head)
-             + "</tr></thead><tbody>"
-             + "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
-                       for row in body) + "</tbody></table>")
-    cases = []
-    for case in part["worst"]:
-        failures = "".join(
-            f"<li>{escape(f['perturbation'])}: <code>{escape(f['minimal_question'])}</code> "
-            f"({escape(f['broke'])}; {escape(f['change'])})</li>" for f in case["failures"])
-        cases.append(f"<li class=fail>{escape(case['nodeid'])} (seed {escape(str(case['seed']))})"
-                     f"<ul>{failures}</ul></li>")
-    worst = (f"<h3>Worst cases ({part['failing_cases']} failing)</h3><ul>{''.join(cases)}</ul>"
-             if cases else "<p>No case broke a property.</p>")
-    return ("<h2>Robustness</h2><p class=meta>share of cases whose perturbed questions keep "
-            "every property, with its 95% interval (modified Wilson); the minimal failing "
-            f"question of each broken perturbation kind</p>{table}{worst}")
+        return ReportSection(key="robustness", title=TITLE, data=part)
+    return ReportSection(key="robustness", title=TITLE, data=part, table=rows(part),
+                         text=worst_lines(part))

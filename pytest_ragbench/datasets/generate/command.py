@@ -1,0 +1,149 @@
+"""``ragbench generate`` (and ``ragbench review``): the command-line side of generation.
+
+``register(subparsers)`` adds the commands to the ``ragbench`` parser, as
+``datasets/command.py`` adds ``dataset``; each sets ``func(args) -> exit code``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pytest_ragbench.datasets.generate.common import Generated, GenerateError, write_cases
+from pytest_ragbench.errors import RagbenchError
+
+SOURCES = {
+    "sql": "an SQL database: a SQLAlchemy URL, or a .db/.sqlite file (opened read-only)",
+    "tables": "a CSV or Markdown table file, or a folder of them",
+    "logs": "log files: raw lines (.log) or loghub-style structured CSV, a file or folder",
+    "documents": "a folder of Markdown, text, HTML and PDF documents",
+    "beir": "a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)",
+}
+DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+TABLE_SUFFIXES = (".csv", ".tsv", ".md")
+
+EPILOG = """\
+sources (--source, else told from --from):
+{sources}
+
+Every case is written with `review: draft` and its `provenance`; review it with
+`ragbench review FILE`. pytest runs drafts only with --ragbench-drafts.
+Exit status: 0; 1 when fewer than --n cases could be made or an exact case failed its
+second check; 2 for a source that cannot be read."""
+
+
+def register(subparsers: Any) -> None:
+    """Add ``generate`` to an ``add_subparsers()`` object."""
+    generate = subparsers.add_parser(
+        "generate", help="generate draft evaluation cases from a database, tables, logs or "
+                         "documents",
+        description="Generate evaluation cases (drafts to review) from your own sources; "
+                    "answers are computed wherever they can be, and checked twice.",
+        epilog=EPILOG.format(sources="\n".join(f"  {k:<10} {v}" for k, v in SOURCES.items())),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    generate.add_argument("--from", dest="source_path", required=True, metavar="PATH_OR_URL",
+                          help="the source: a database URL, a file or a folder")
+    generate.add_argument("--source", choices=sorted(SOURCES),
+                          help="the source type (default: told from --from)")
+    generate.add_argument("--kind", help="the case kind to write (default: the source's own: "
+                                         "sql for databases, ragas for tables and logs, "
+                                         "vector for documents and BEIR)")
+    generate.add_argument("--n", type=int, default=60, help="how many cases (default 60)")
+    generate.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    generate.add_argument("--out", required=True, type=Path,
+                          help="case file to write (.yaml, .yml, .jsonl)")
+    generate.add_argument("--report", type=Path, help="also write the accounting as JSON")
+    generate.set_defaults(func=run_generate)
+
+
+def source_type(spec: str) -> str:
+    """The source type of ``--from``: a URL is a database, a folder is told by its files."""
+    if "://" in spec:
+        return "sql"
+    path = Path(spec)
+    if path.is_file():
+        name = path.name.lower()
+        if name.endswith(DATABASE_SUFFIXES):
+            return "sql"
+        if name.endswith((".log", "_structured.csv")):
+            return "logs"
+        if name.endswith(TABLE_SUFFIXES):
+            return "tables"
+        return "documents"
+    if path.is_dir():
+        if (path / "corpus.jsonl").is_file():
+            return "beir"
+        names = [p.name.lower() for p in path.iterdir()]
+        if any(n.endswith((".log", "_structured.csv")) for n in names):
+            return "logs"
+        if names and all(n.endswith(TABLE_SUFFIXES) for n in names if not n.startswith(".")):
+            return "tables"
+        return "documents"
+    raise GenerateError(f"{spec}: no such file or folder (a database is given as a "
+                        "SQLAlchemy URL such as sqlite:///path/to.db)")
+
+
+def generate(args: argparse.Namespace) -> Generated:
+    """Run the generator of the source (the work of ``ragbench generate``, without output)."""
+    source = args.source or source_type(args.source_path)
+    if args.n < 1:
+        raise GenerateError("--n must be at least 1")
+    if source == "sql":
+        # lazy: each source's generator is loaded only when that source is asked for
+        from pytest_ragbench.datasets.generate.sql import generate_sql
+
+        url = args.source_path
+        if "://" not in url:
+            url = f"sqlite:///{Path(url).as_posix()}"  # as given: relative stays relative
+        return generate_sql(url, args.n, args.seed)
+    if source == "logs":
+        # lazy: each source's generator is loaded only when that source is asked for
+        from pytest_ragbench.datasets.generate.logs import generate_logs
+
+        return generate_logs(Path(args.source_path), args.n, args.seed)
+    if source == "tables":
+        # lazy: each source's generator is loaded only when that source is asked for
+        from pytest_ragbench.datasets.generate.tables import generate_tables
+
+        return generate_tables(Path(args.source_path), args.n, args.seed)
+    raise GenerateError(f"source {source!r} is not supported yet (sql, logs and tables are)")
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    """``ragbench generate``: write the cases, print the accounting table."""
+    try:
+        generated = generate(args)
+        header = (f"Generated by: ragbench generate --from {_shown_source(args)} --n {args.n} "
+                  f"--seed {args.seed}\nEvery case is a draft until reviewed (ragbench review "
+                  "FILE); pytest runs drafts only with --ragbench-drafts.")
+        write_cases(args.out, generated.cases, header)
+    except (RagbenchError, OSError) as exc:
+        print(f"ragbench generate: {exc}", file=sys.stderr)
+        return 2
+    accounting = generated.accounting
+    print(accounting.table())
+    print(f"wrote {len(generated.cases)} cases to {args.out}")
+    if args.report:
+        args.report.write_text(json.dumps(accounting.to_dict(), indent=2) + "\n",
+                               encoding="utf-8")
+    complete = len(generated.cases) >= args.n
+    if not complete:
+        print(f"only {len(generated.cases)} of the {args.n} cases asked for could be made",
+              file=sys.stderr)
+    verified = accounting.verified == accounting.exact
+    return 0 if complete and verified else 1
+
+
+def _shown_source(args: argparse.Namespace) -> str:
+    """``--from`` as it may be written to a file: a URL's password hidden."""
+    if "://" not in args.source_path:
+        return str(args.source_path)
+    import sqlalchemy as sa
+
+    try:
+        return str(sa.make_url(args.source_path).render_as_string(hide_password=True))
+    except Exception:  # not a URL SQLAlchemy reads: say nothing of it
+        return "<url>"
