@@ -17,14 +17,13 @@ import pytest
 
 from pytest_ragbench.datasets import command as dataset_cli
 from pytest_ragbench.datasets.generate import command as generate_cli
+from pytest_ragbench.kinds import VERIFICATION, builtin_registry
 from pytest_ragbench.kinds.traffic import sample_command
 from pytest_ragbench.systems import cache_transfer
 
 
 def verification_kinds() -> dict[str, str]:
     """``{case kind: its verification item kind}`` of the built-in kinds."""
-    from pytest_ragbench.kinds import VERIFICATION, builtin_registry
-
     return {kind.case_kind: kind.name for kind in builtin_registry().item_kinds.values()
             if kind.family == VERIFICATION}
 

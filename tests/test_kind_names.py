@@ -15,7 +15,7 @@ from pytest_ragbench.kinds import builtin_registry
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_ragbench"
 KIND_NAMES = frozenset({"sql", "sql_ground_truth", "hybrid", "hybrid_ground_truth", "vector",
-                        "memory", "ragas", "beir", "ragcsv", "robust"})
+                        "memory", "ragas", "beir", "ragcsv", "robust", "traffic"})
 
 # (module under pytest_ragbench/, literal): why the literal is not the kind there.
 ALLOWED: dict[tuple[str, str], str] = {
@@ -40,15 +40,15 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("datasets/sources/cases.py", "hybrid"): "as above",
     ("datasets/sources/cases.py", "sql"): "as above",
     ("render/files.py", "ragas"): "a library whose version the report records",
-    # Report sections of the beir and ragcsv kinds, still written in results/ and render/:
-    # they move into the kinds through the report-sections hook, then these entries go.
-    ("render/files.py", "beir"): "the BEIR section of results.json (moving to the hook)",
-    ("render/html.py", "beir"): "the BEIR section of results.json (moving to the hook)",
-    ("render/terminal.py", "beir"): "the BEIR section of results.json (moving to the hook)",
-    ("render/terminal.py", "ragcsv"): "the RAGCSV section of results.json (moving to the hook)",
-    ("results/document.py", "beir"): "the BEIR section of results.json (moving to the hook)",
-    ("results/document.py", "ragcsv"): "the RAGCSV section of results.json (moving to the hook)",
-    ("results/aggregate.py", "ragcsv"): "the RAGCSV section of results.json (moving to the hook)",
+    ("render/files.py", "beir"): "a library whose version the report records",
+    ("datasets/generate/command.py", "sql"): "the name of an input source of the generator",
+    ("datasets/generate/command.py", "beir"): "the name of an input source of the generator",
+    ("datasets/generate/sql.py", "sql"): "the kind of the records the SQL generator writes",
+    # The traffic kind's alarms, plot and JUnit checks, still drawn in render/: they move
+    # into the kind through the report-sections hook, then these entries go.
+    ("render/html.py", "traffic"): "the traffic plot and triggers (moving to the hook)",
+    ("render/terminal.py", "traffic"): "the traffic triggers (moving to the hook)",
+    ("render/testcases.py", "traffic"): "the traffic JUnit checks (moving to the hook)",
 }
 
 

@@ -13,15 +13,25 @@ from typing import Any
 
 import pytest
 
+from pytest_ragbench.cases.model import BeirCase
 from pytest_ragbench.collect.files import (
     display_path,
     kind_systems,
     safe_label,
 )
 from pytest_ragbench.collect.files import shown_error as _shown
+from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem
 from pytest_ragbench.config.settings import get_config
 from pytest_ragbench.errors import CaseError
+from pytest_ragbench.formats.beir import (
+    QrelsLines,
+    corpus_ids,
+    qrels_splits,
+    read_qrels,
+    read_queries,
+)
 from pytest_ragbench.kinds import registry
+from pytest_ragbench.kinds.robust.selection import robust_items
 
 KIND = "beir"
 
@@ -31,9 +41,6 @@ class BeirDataset(pytest.Directory):
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         """Yield the qrels file of the split; a folder with no usable split fails once."""
-        from pytest_ragbench.collect.items import InvalidCaseItem
-        from pytest_ragbench.formats.beir import qrels_splits
-
         splits = qrels_splits(self.path)
         split = "test" if "test" in splits else (splits[0] if len(splits) == 1 else None)
         if split is None:
@@ -74,11 +81,6 @@ class BeirQrels(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield the items in the order of the qrels file."""
-        from pytest_ragbench.cases.model import BeirCase
-        from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem
-        from pytest_ragbench.formats.beir import QrelsLines, corpus_ids, read_qrels, read_queries
-        from pytest_ragbench.kinds.robust.selection import robust_items
-
         folder = self.path.parent.parent
         dataset = safe_label(folder.name)
         shown = display_path(self.path, self.config)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_ragbench.cases.model import RagcsvCase, RagcsvFragment
 from pytest_ragbench.collect.files import (
     RAGCSV_SUFFIX,
     display_path,
@@ -14,7 +15,9 @@ from pytest_ragbench.collect.files import (
     relocate,
     safe_label,
 )
+from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem
 from pytest_ragbench.errors import CaseError
+from pytest_ragbench.formats.ragcsv import read_ragcsv
 from pytest_ragbench.kinds import registry
 
 KIND = "ragcsv"
@@ -37,10 +40,6 @@ class RagcsvFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield one item per readable row and one failing item per unreadable row."""
-        from pytest_ragbench.cases.model import RagcsvCase, RagcsvFragment
-        from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem
-        from pytest_ragbench.formats.ragcsv import read_ragcsv
-
         stem = ragcsv_stem(self.path)
         shown = display_path(self.path, self.config)
         try:

@@ -7,10 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragbench.collect.files import safe_label
+from pytest_ragbench.collect.files import display_path, safe_label
+from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem
 from pytest_ragbench.config.settings import get_config
 from pytest_ragbench.errors import CaseError
+from pytest_ragbench.formats.otlp import read_otlp
+from pytest_ragbench.formats.traffic import read_traffic
 from pytest_ragbench.kinds import registry
+from pytest_ragbench.kinds.traffic.case import Redactor, traffic_case
+from pytest_ragbench.stats.traffic import window_of
 
 TRAFFIC_SUFFIX = ".traffic.jsonl"
 OTLP_SUFFIX = ".otlp.jsonl"
@@ -38,13 +43,6 @@ class TrafficFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Yield one item per interaction, in the file's order."""
-        from pytest_ragbench.collect.files import display_path
-        from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem
-        from pytest_ragbench.formats.otlp import read_otlp
-        from pytest_ragbench.formats.traffic import read_traffic
-        from pytest_ragbench.kinds.traffic.case import Redactor, traffic_case
-        from pytest_ragbench.stats.traffic import window_of
-
         settings = get_config(self.config)
         stem = traffic_stem(self.path)
         shown = display_path(self.path, self.config)
