@@ -117,7 +117,8 @@ def test_terminal_section_reads_at_a_glance(project: RagbenchProject) -> None:
         "time per item * n * p50 * p95 * total",
         "components:",
         "  generator: toy lookup table",
-        "report: .ragbench/ (items.jsonl, results.json, results.schema.json, leaderboard.csv, report.html)",
+        "report: .ragbench/ (items.jsonl, results.json, results.schema.json, leaderboard.csv, "
+        "report.html)",
     ])
 
 
