@@ -76,9 +76,13 @@ def test_each_interaction_is_an_item_and_a_bad_line_fails_alone(
     assert traffic["labels"]["no_results"] == "queries with no results"
 
 
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["plain", "n2"])
 def test_a_planted_drop_in_week_3_is_drift_and_raises_the_critical_trigger(
-        project: RagbenchProject) -> None:
-    """The issue's check, from an app instrumented with OpenInference and the OTel SDK."""
+        project: RagbenchProject, workers: tuple[str, ...]) -> None:
+    """The issue's check, from an app instrumented with OpenInference and the OTel SDK.
+
+    Under xdist the windows, drift and triggers come from every worker's records.
+    """
     traffic_app = pytest.importorskip("tests.traffic_app")
     rng = random.Random(3)
     path = project.cases_dir() / "app.otlp.jsonl"
@@ -89,7 +93,7 @@ def test_a_planted_drop_in_week_3_is_drift_and_raises_the_critical_trigger(
                 app.ask(f"question {week}-{i}", one["hits"], one["answer"], one["when"],
                         user=f"user-{i % 7}", feedback=one["feedback"])
     project.path.joinpath("ragbench.toml").write_text(TRIGGERS)
-    result = project.run("--ragbench", "-p", "no:cacheprovider", "-q",
+    result = project.run("--ragbench", "-p", "no:cacheprovider", "-q", *workers,
                          "--ragbench-fail-on=drift,critical", "--junitxml=junit.xml")
     assert result.ret == 1
     result.stdout.fnmatch_lines(["CRITICAL: traffic.mean_similarity = * in 2026-W47 is "
