@@ -320,7 +320,11 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
-    """``--ragbench-metrics``: list the metrics of every kind, then exit."""
+    """``--ragbench-metrics``: list the metrics of every kind; ``--ragbench-plan``: plan."""
+    if config.getoption("ragbench_plan", None):
+        from pytest_ragbench.results.plan import show_plan
+
+        return show_plan(config)
     if not config.getoption("ragbench_metrics", None):
         return None
     from pytest_ragbench.config.vocabulary import show_metrics

@@ -101,6 +101,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--ragbench-metrics", "list the metrics each kind records (range, direction, "
            "definition, default threshold) and exit", type="bool", default=False,
            action="store_true", ini=False),
+    Option("--ragbench-plan", "print what deciding each gate takes (items, labels, model "
+           "calls, tokens, cost), from the report directory's last run or the saved run of "
+           "--ragbench-compare, and exit without asking any model", type="bool",
+           default=False, action="store_true", ini=False),
     # A RAG service as a black box (README "Evaluating your own RAG system")
     Option("--ragbench-system-url", "evaluate the RAG service at this URL: one POST a question "
            "(ini ragbench_system_request, ragbench_system_answer, ragbench_system_contexts, "
@@ -168,6 +172,12 @@ INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
     ("ragbench_max_reply_bytes", "model replies (and other texts of a record) are stored cut "
      "to this many bytes, the cut noted (default 1000000; suffixes kB, MB, KiB, MiB)",
      "string", "1000000"),
+    # What a verdict costs (README "Planning a run and its cost")
+    ("ragbench_prices", "model prices in US dollars per 1M tokens, one TOML line per model: "
+     "'gpt-4o-mini = {input = 0.15, output = 0.60}'; usage rows then give their cost",
+     "linelist", []),
+    ("ragbench_target_width", "--ragbench-plan: also the items each gated metric needs for a "
+     "95% CI half-width of at most this", "string", ""),
     ("ragbench_junit_properties", "write each item's metrics and each check's numbers as "
      "<properties> of its --junitxml <testcase> (outside the xunit2 schema, as pytest's "
      "record_property is; default false)", "bool", False),

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_ragbench.config import options
 from pytest_ragbench.config.perturbations import PERTURBATION_KINDS
+from pytest_ragbench.config.prices import Price, parse_prices
 from pytest_ragbench.config.ragcsv_env import env_setting, ragcsv_env_files
 from pytest_ragbench.errors import ConfigError, did_you_mean
 from pytest_ragbench.redact import mask_url, scrub_data
@@ -106,6 +107,9 @@ class RagbenchConfig:
     shard: str | None = None  # "I/N": this process runs one shard (run/shards.py)
     merge_from: tuple[Path, ...] = ()  # shard report folders merged instead of running items
     shard_durations: Path | None = None  # a run whose per-kind durations balance the shards
+    # What a verdict costs (results/prices.py, results/plan.py)
+    prices: dict[str, Price] = field(default_factory=dict)  # ini ragbench_prices, $ per 1M
+    target_width: float | None = None  # ini ragbench_target_width: a half-width to plan for
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -366,6 +370,11 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
     if window not in WINDOWS:
         raise ConfigError(f"ini ragbench_window must be one of {', '.join(WINDOWS)}, got "
                           f"{window!r}{did_you_mean(window, WINDOWS)}")
+    prices = parse_prices(config.getini("ragbench_prices"))
+    target_width = _optional_float("ragbench_target_width",
+                                   config.getini("ragbench_target_width"))
+    if target_width is not None and target_width <= 0:
+        raise ConfigError(f"ini ragbench_target_width must be > 0, got {target_width}")
     redact = tuple(config.getini("ragbench_redact"))
     for pattern in redact:
         try:
@@ -433,6 +442,8 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         window=window,
         sample=_optional_int("--ragbench-sample", options.value(config, "ragbench_sample")),
         redact=redact,
+        prices=prices,
+        target_width=target_width,
         timeout_s=_seconds("--ragbench-timeout", options.value(config, "ragbench_timeout")),
         retries=_int("--ragbench-retries", options.value(config, "ragbench_retries"), minimum=0),
         sql_timeout_s=_seconds("ragbench_sql_timeout", config.getini("ragbench_sql_timeout")),
@@ -482,6 +493,10 @@ def _qdrant_settings(config: pytest.Config) -> dict[str, Any]:
 
 def _optional_int(name: str, raw: Any) -> int | None:
     return None if raw in (None, "") else _int(name, raw)
+
+
+def _optional_float(name: str, raw: Any) -> float | None:
+    return None if raw in (None, "") else _float(name, raw)
 
 
 def _judging(config: pytest.Config) -> dict[str, Any]:

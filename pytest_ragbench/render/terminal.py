@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_ragbench.config.prices import dollars
 from pytest_ragbench.render.text import (
     bound,
     effect,
@@ -226,17 +227,26 @@ def usage_rows(document: dict[str, Any]) -> list[list[str]]:
     usage = document.get("usage") or {}
     timed = any("service_p50_s" in row for row in usage.values())
     named = any(row.get("models") for row in usage.values())
+    priced = any(row.get("cost") for row in usage.values())
     rows = [["model usage", "calls", "prompt tokens", "completion tokens", "cache hits",
              "latency p50", "latency p95", *(["service p50", "service p95"] if timed else []),
-             *(["served model"] if named else [])]]
+             *(["served model"] if named else []), *(["cost (paid)"] if priced else [])]]
     for role, row in usage.items():
         rows.append([role, str(row.get("calls", 0)), str(row.get("prompt_tokens", 0)),
                      str(row.get("completion_tokens", 0)), percent(row.get("cache_hit_rate")),
                      seconds(row.get("latency_p50_s")), seconds(row.get("latency_p95_s")),
                      *([seconds(row.get("service_p50_s")), seconds(row.get("service_p95_s"))]
                        if timed else []),
-                     *([_served(row.get("models"))] if named else [])])
+                     *([_served(row.get("models"))] if named else []),
+                     *([_cost(row.get("cost"))] if priced else [])])
     return rows
+
+
+def _cost(cost: Any) -> str:
+    """``$0.0120 ($0.0060)``: every call at list price, then what reached the model."""
+    if not cost:
+        return "-"
+    return f"{dollars(cost['usd'])} ({dollars(cost['paid_usd'])})"
 
 
 def _served(models: Any) -> str:

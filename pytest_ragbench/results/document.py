@@ -25,6 +25,7 @@ from importlib import resources
 from typing import Any
 
 from pytest_ragbench.cases.labels import LabelFile
+from pytest_ragbench.config import prices
 from pytest_ragbench.config.settings import RagbenchConfig
 from pytest_ragbench.redact import scrub_data
 from pytest_ragbench.results import (
@@ -180,7 +181,7 @@ def assemble(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[s
         breakdowns=aggregate.breakdowns_section(stats, systems),
         comparisons=compare.nest(comparisons), not_compared=not_compared,
         power_analysis=compare.power_section(records, comparisons),
-        usage=aggregate.usage_section(records, systems),
+        usage=priced(aggregate.usage_section(records, systems), settings),
         timing=aggregate.timing_section(records), judge=judge_part,
         judge_calibration=calibration.section(records, systems, matching),
         judge_labels=calibration.labels_section(labels, matching), baseline=baseline_part,
@@ -193,6 +194,14 @@ def assemble(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[s
             detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
             document.problems.append(f"the report sections could not be made ({detail})")
     return document
+
+
+def priced(usage: dict[str, dict[str, Any]], settings: RagbenchConfig
+           ) -> dict[str, dict[str, Any]]:
+    """The usage rows, each with its ``cost`` when ini ragbench_prices prices its model."""
+    prices.add_costs(usage, settings.prices,
+                     {"generator": settings.llm_model, "judge": settings.judge_model})
+    return usage
 
 
 def plot_document(records: list[ItemRecord], settings: RagbenchConfig) -> dict[str, Any]:
