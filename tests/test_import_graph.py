@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tests.import_graph import ImportGraph
@@ -60,3 +61,12 @@ def test_plugin_load_path_loads_no_heavy_library() -> None:
     """What pytest imports to load the plugin pulls in no heavy library at module level."""
     graph = ImportGraph.read(ROOT)
     assert {m: graph.heavy(m) for m in PLUGIN_LOAD if graph.heavy(m)} == {}
+
+
+def test_no_comment_cites_an_issue_number() -> None:
+    """Comments and docstrings give reasons and README sections, not tracker numbers."""
+    cited = [f"{path.relative_to(ROOT)}:{n}"
+             for path in (ROOT / "pytest_ragbench").rglob("*.py")
+             for n, line in enumerate(path.read_text().splitlines(), 1)
+             if re.search(r"\bissue #?\d+", line, re.IGNORECASE)]
+    assert cited == []

@@ -63,11 +63,11 @@ OPTIONS: tuple[Option, ...] = (
            "(e.g. typos,case,injection; default all)"),
     Option("--ragbench-robustness-examples", "perturbed examples per case (default 10)",
            default="10"),
-    # Judge calibration against human labels (issue 14).
+    # Judge calibration against human labels (README "Calibrating judges against people").
     Option("--ragbench-judge-labels", "human labels to calibrate metrics against: JSONL lines "
            '{"id", "metric", "score"} (optional "kind", "system"); prediction-powered '
            "intervals of the human mean"),
-    # Qdrant retriever, collection reuse and BEIR's --max_docs (issue 18)
+    # Qdrant retriever, collection reuse and BEIR's --max_docs
     Option("--ragbench-qdrant-url", "Qdrant server for the retriever, BEIR and memory stores "
            "(API key from env RAGBENCH_QDRANT_API_KEY)"),
     Option("--ragbench-qdrant-path", "Qdrant in process (qdrant-client local mode): a folder, "
@@ -76,19 +76,19 @@ OPTIONS: tuple[Option, ...] = (
            "(default: named after the corpus and the embedder)"),
     Option("--ragbench-max-docs", "index only the first N documents of each corpus "
            "(BEIR judgments of the others are dropped)"),
-    # RAGCSV knobs (issue 20); each also read from its RAGCSV_* environment variable
+    # RAGCSV knobs; each also read from its RAGCSV_* environment variable
     Option("--ragbench-limit", "evaluate only the first N cases of each case file "
            "(env RAGCSV_LIMIT)"),
     Option("--ragbench-max-tokens", "the generator's answer cap in tokens (default 128; 512 "
            "for RAGCSV rows; env RAGCSV_MAX_TOKENS)"),
-    # -- bounds on outside calls (issue 17) --
+    # -- bounds on outside calls --
     Option("--ragbench-timeout", "seconds one model or vector-database request may take "
            "before it is retried (default 60)", default="60"),
     Option("--ragbench-retries", "retries of a failed or timed-out model or vector-database "
            "request (default 4). Worst case per call: (retries + 1) x timeout plus the "
            "backoff between tries (at most 20 s each): with the defaults 5 x 60 s + 7.5 s = "
            "307.5 s", default="4"),
-    # Judged metrics you can trust (issue 14): unscored limit, repeated judging.
+    # Judged metrics you can trust: unscored limit, repeated judging.
     Option("--ragbench-max-unscored", "with a judge, fail the session when a judged metric "
            "has more than this share of its items unscored (default 0.2)", default="0.2"),
     Option("--ragbench-judge-samples", "ask the judge N times per item with distinct seeds; "
@@ -119,7 +119,7 @@ OPTIONS: tuple[Option, ...] = (
     # -- production traffic (README "Production traffic") --
     Option("--ragbench-sample", "judge a seeded sample of N logged interactions, stratified "
            "by time window; the judged metrics are estimated for the whole traffic"),
-    # -- interrupted runs (issue 17) --
+    # -- interrupted runs --
     Option("--ragbench-resume", "continue the newest interrupted run of the report directory: "
            "its finished items are kept and not run again, the report covers the whole run",
            type="bool", default=False, action="store_true"),
@@ -146,13 +146,13 @@ INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
     ("ragbench_redact", "regular expressions masked in logged queries, contexts and answers "
      "before anything is written", "linelist", []),
     ("ragbench_corpus", "document folders/files indexed by the default retriever", "linelist", []),
-    # Honest intervals (issue 15): gates need this many scored items; clustered cases.
+    # Intervals and gates: gates need this many scored items; clustered cases.
     ("ragbench_gate_min_n", "fewer scored items than this and a gate is not checked "
      f"(fails under --ragbench-gate ci-lower; default {GATE_MIN_N})", "string",
      str(GATE_MIN_N)),
     ("ragbench_cluster_by", "a case field whose values group items that are not "
      "independent (default: the case field 'cluster')", "string", ""),
-    # -- bounds on outside calls (issue 17) --
+    # -- bounds on outside calls --
     # k follows the system: the cut-off of source_hit@k and friends when a system does not
     # say its top_k, and the number of contexts the built-in systems retrieve (default 5).
     ("ragbench_k", "the k of source_hit@k, source_recall@k and source_ndcg@k for a system "

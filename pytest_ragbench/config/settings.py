@@ -66,16 +66,16 @@ class RagbenchConfig:
     # The k of source_hit@k and friends for a system that does not say its top_k (ini
     # ragbench_k); also the number of contexts the built-in systems retrieve.
     k: int | None = None
-    # Honest intervals (issue 15).
+    # Intervals and gates (README "Intervals, gates and clusters").
     gate_min_n: int = options.GATE_MIN_N
     cluster_by: str | None = None
     judge_labels: Path | None = None
-    # Qdrant (issue 18): a server URL or a local-mode path (a folder or ":memory:")
+    # Qdrant: a server URL or a local-mode path (a folder or ":memory:")
     qdrant_url: str | None = None
     qdrant_path: str | None = None
     collection: str | None = None
     max_docs: int | None = None
-    # RAGCSV knobs (issue 20): None = every case / each kind's own answer cap
+    # RAGCSV knobs: None = every case / each kind's own answer cap
     limit: int | None = None
     max_tokens: int | None = None
     ragcsv_debug: bool = False
@@ -84,12 +84,12 @@ class RagbenchConfig:
     window: str = "week"
     sample: int | None = None
     redact: tuple[str, ...] = ()
-    # -- bounds on outside calls (issue 17) --
+    # -- bounds on outside calls --
     timeout_s: float = 60.0      # one model / vector-database request
     retries: int = 4             # its retries
     sql_timeout_s: float = 30.0  # one SQL statement
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # one stored model reply
-    # Judged metrics (issue 14): unscored limit and repeated judging.
+    # Judged metrics: unscored limit and repeated judging.
     max_unscored: float = 0.2
     judge_samples: int = 1
     judge_temperature: float | None = None  # None: 0 for one sample, 0.7 for more
@@ -100,7 +100,7 @@ class RagbenchConfig:
     # case file (setting_files.py); None when built by hand (the base thresholds apply).
     toml_files: tuple[SettingsFile, ...] = ()
     settings_tree: SettingsTree | None = field(default=None, compare=False, repr=False)
-    # -- interrupted runs (issue 17) --
+    # -- interrupted runs --
     resume: bool = False  # --ragbench-resume
     system_url: str | None = None  # a RAG service evaluated over HTTP
     stream: bool = False  # --ragbench-stream: answers streamed and timed (TTFT, ITL)
@@ -500,7 +500,7 @@ def _optional_float(name: str, raw: Any) -> float | None:
 
 
 def _judging(config: pytest.Config) -> dict[str, Any]:
-    """The options of judged metrics (issue 14), checked."""
+    """The options of judged metrics, checked."""
     share = _float("--ragbench-max-unscored", options.value(config, "ragbench_max_unscored"))
     if not 0.0 <= share <= 1.0:
         raise ConfigError(f"--ragbench-max-unscored must be a share from 0 to 1, got {share:g}")

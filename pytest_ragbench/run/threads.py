@@ -4,7 +4,7 @@ torch, numpy's OpenBLAS and faiss (OpenMP) each start one thread per core in eve
 process, and llama.cpp is told how many to use. With ``-n 2`` on two cores that makes
 four or more busy threads for two cores; OpenMP threads spin at their barriers waiting
 for a thread that another process holds, so an item that takes a millisecond serially
-takes seconds (issue 20: 73.8 s against 21.9 s on a busy machine). A worker therefore
+takes many times longer on a busy machine. A worker therefore
 limits each library to its share:
 
 - the environment variables the libraries read when they load (``OMP_NUM_THREADS`` and
