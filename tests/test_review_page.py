@@ -27,8 +27,8 @@ from tests.project import RagbenchProject
 
 HOSTILE = '</script><img src=x onerror="window.__pwned=1">Café – 東京 "quoted"\nsecond line'
 # Values a naive JSON-as-YAML writer gets wrong under PyYAML (YAML 1.1).
-AWKWARD = {"small": 1e-7, "large": 1e21, "count": 3, "ratio": 0.5, "zero_padded": "007",
-           "yes_word": "yes", "on_word": "on", "nothing": None, "flag": True,
+AWKWARD = {"small": 1e-7, "large": 1e21, "count": 3, "ratio": 0.5, "whole_float": 2.0,
+           "zero_padded": "007", "yes_word": "yes", "on_word": "on", "nothing": None, "flag": True,
            "breaks": "a\u2028b\u0085c\x7fd\te", "empty": [], "nested": {"k": [1, "2"]}}
 
 
@@ -167,6 +167,7 @@ def test_review_accepts_rejects_and_edits_drafts_and_saves_a_file_pytest_runs(
         assert {k: got[k] for k in unchanged} == {k: case[k] for k in unchanged}
     # Untouched cases are exactly as written: unicode, quotes, newlines, numbers and strings.
     assert by_id["hostile"] == cases[3]
+    assert isinstance(by_id["hostile"]["notes"]["whole_float"], float)  # 2.0, not 2
     assert by_id["hand_written"] == cases[4]
     assert "review" not in by_id["hand_written"]
 
@@ -184,23 +185,42 @@ def test_review_accepts_rejects_and_edits_drafts_and_saves_a_file_pytest_runs(
     assert f"[{rejected}]" not in with_drafts.stdout.str()
 
 
-def test_a_jsonl_file_is_saved_as_json_lines(project: RagbenchProject, tmp_path: Path) -> None:
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_json_lines_and_json_files_are_saved_in_their_own_format(
+        project: RagbenchProject, tmp_path: Path, suffix: str) -> None:
     chromium = require_chromium()
-    generated = generate_sql(f"sqlite:///{project.path / 'scores.db'}", 5, seed=1).cases[:2]
-    path = project.cases_dir() / "drafts.jsonl"
-    write_cases(path, generated)
+    generated = generate_sql(f"sqlite:///{project.path / 'scores.db'}", 5, seed=1).cases[:3]
+    path = project.cases_dir() / f"drafts{suffix}"
+    if suffix == ".jsonl":
+        write_cases(path, generated)
+    else:
+        path.write_text(json.dumps(generated, indent=1), encoding="utf-8")
     page_path = tmp_path / "page.html"
     assert main(["review", str(path), f"--out={page_path}"]) == 0
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     with browser(chromium) as page:
         _open_page(page, page_path, downloads)
+        # Buttons work as the keys do; n jumps to the next draft, u undoes a decision.
         page.evaluate("document.querySelector('.case[data-index=\"1\"] "
                       "button[data-action=reject]').click()")
+        assert page.evaluate("document.querySelector('.case.current').dataset.index") == "2"
+        _key(page, "a")
+        _key(page, "u")  # the third goes back to draft
+        _key(page, "n")  # the next draft after it: the first
+        assert page.evaluate("document.querySelector('.case.current').dataset.index") == "0"
+        _key(page, "a")
+        assert _drafts_left(page) == 1
         page.evaluate("document.getElementById('save').click()")
         saved = _downloaded(page, downloads)
-    lines = saved.read_text(encoding="utf-8").splitlines()
-    assert [json.loads(line)["review"] for line in lines] == ["draft", "rejected"]
+    text = saved.read_text(encoding="utf-8")
+    if suffix == ".jsonl":
+        records = [json.loads(line) for line in text.splitlines()]
+        assert len(text.splitlines()) == 3
+    else:
+        records = json.loads(text)
+    assert [r["review"] for r in records] == ["accepted", "rejected", "draft"]
+    assert "reviewed_at" not in records[2]["provenance"]
     assert not build_cases(read_case_file(saved)).errors
 
 
@@ -217,6 +237,15 @@ def test_a_bad_case_file_is_refused_naming_file_line_and_field(
     assert not path.with_name("drafts.yaml.review.html").exists()
     assert main(["review", str(tmp_path / "missing.yaml")]) == 2
     assert "cannot read file" in capsys.readouterr().err
+
+
+def test_a_value_json_would_change_is_refused_naming_its_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "drafts.yaml"
+    path.write_text("cases:\n- id: dated\n  kind: sql\n  question: q\n  expected_sql: SELECT 1\n"
+                    "  ground_truth_data: {day: 2024-01-31}\n", encoding="utf-8")
+    assert main(["review", str(path)]) == 2
+    assert f"{path}:6: field 'ground_truth_data': a date value" in capsys.readouterr().err
 
 
 def test_case_text_cannot_end_the_data_block() -> None:

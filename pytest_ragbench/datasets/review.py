@@ -16,12 +16,14 @@ import base64
 import hashlib
 import html
 import json
+import math
 import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pytest_ragbench.cases.raw import RawRecord
 from pytest_ragbench.errors import CaseError, RagbenchError
 
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".jsonl": "jsonl", ".json": "json"}
@@ -73,6 +75,13 @@ def read_for_review(path: Path) -> ReviewFile:
             problems, key=lambda e: e.line or 0))
         raise ReviewError(f"{path}: {len(problems)} case(s) cannot be read; fix them "
                           f"first:\n{listed}")
+    unsafe = [problem for record in records.records
+              if (problem := _json_problem(path, record)) is not None]
+    if (why := _unsafe(records.defaults)) is not None:
+        unsafe.insert(0, CaseError(why, file=path, field="defaults"))
+    if unsafe:
+        raise ReviewError(f"{path}: the page carries cases as JSON, and these values would "
+                          "change on the way:\n" + "\n".join(f"  {e}" for e in unsafe))
     header = ""
     if file_format == "yaml":
         text = path.read_text(encoding="utf-8-sig", errors="replace")
@@ -86,9 +95,43 @@ def read_for_review(path: Path) -> ReviewFile:
                       records.defaults, header)
 
 
+# The page's script holds numbers as doubles: a bigger integer would come back changed.
+LARGEST_EXACT_INT = 2 ** 53
+
+
+def _unsafe(value: Any) -> str | None:
+    """Why ``value`` would not come back unchanged through JSON and JavaScript, or None."""
+    if value is None or isinstance(value, str | bool):
+        return None
+    if isinstance(value, int):
+        return None if abs(value) <= LARGEST_EXACT_INT else f"integer {value} beyond 2**53"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{value} (not a JSON number)"
+    if isinstance(value, list):
+        return next((why for item in value if (why := _unsafe(item)) is not None), None)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"key {key!r} is not text"
+            why = _unsafe(item)
+            if why is not None:
+                return why
+        return None
+    return f"a {type(value).__name__} value (write it as text)"
+
+
+def _json_problem(path: Path, record: RawRecord) -> CaseError | None:
+    """The first field of ``record`` that JSON would change (a date, NaN, a huge integer)."""
+    for name, value in record.data.items():
+        why = _unsafe(value)
+        if why is not None:
+            return CaseError(why, file=path, line=record.line_of(name), field=name)
+    return None
+
+
 def script_json(value: Any) -> str:
     """JSON safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` can end it."""
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=str)
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 

@@ -3,7 +3,18 @@
 // or a textarea's value, never parsed as HTML.
 (function () {
   "use strict";
-  const data = JSON.parse(document.getElementById("ragbench-review").textContent);
+  // A whole number written as a float (2.0) stays one: kept as its source text where the
+  // browser can (JSON.rawJSON), so a saved file gives the same Python types back.
+  function keepFloats(key, value, context) {
+    if (typeof value === "number" && Number.isInteger(value) && context &&
+        /[.eE]/.test(context.source || "") && typeof JSON.rawJSON === "function") {
+      return JSON.rawJSON(context.source);
+    }
+    return value;
+  }
+  function parse(text) { return JSON.parse(text, keepFloats); }
+  function copy(value) { return parse(JSON.stringify(value)); }
+  const data = parse(document.getElementById("ragbench-review").textContent);
   const defaults = data.defaults || {};
   const STATES = ["draft", "accepted", "rejected"];
   const SHOWN = ["category", "question", "query", "ground_truth", "ground_truth_answer",
@@ -11,10 +22,11 @@
                  "contexts", "answer"];
   const entries = data.cases.map(function (record) {
     const state = reviewOf(record);
-    return {record: JSON.parse(JSON.stringify(record)), original: state, state: state,
+    return {record: copy(record), original: state, state: state,
             edited: [], editing: false, error: "", section: null};
   });
   let current = 0;
+  let unsaved = false;  // a decision or an edit made since the last save
 
   function reviewOf(record) {
     if (Object.prototype.hasOwnProperty.call(record, "review")) return record.review;
@@ -50,8 +62,13 @@
   save.type = "button";
   save.addEventListener("click", download);
   const help = el("p", "help", "a accept · r reject · u undo decision · e edit · " +
-                  "j/k next/previous · Ctrl+Enter apply edit · Esc cancel · Ctrl+S save");
+                  "j/k next/previous · n next draft · Ctrl+Enter apply edit · Esc cancel · Ctrl+S save");
   bar.append(title, counter, save, help);
+
+  function changed() {
+    unsaved = true;
+    updateCounter();
+  }
 
   function updateCounter() {
     const count = function (state) {
@@ -141,7 +158,9 @@
     const cancel = el("button", "cancel", "Cancel (Esc)");
     cancel.type = "button";
     cancel.addEventListener("click", function () { cancelEdit(index); });
-    form.append(apply, cancel);
+    const buttons = el("div", "actions");
+    buttons.append(apply, cancel);
+    form.append(buttons);
     return form;
   }
 
@@ -154,7 +173,7 @@
       let value = area.value;
       if (area.dataset.json) {
         try {
-          value = JSON.parse(value);
+          value = parse(value);
         } catch (problem) {
           entry.error = name + ": not valid JSON (" + problem.message + ")";
           render(index);
@@ -174,7 +193,7 @@
     entry.editing = false;
     entry.error = "";
     render(index);
-    updateCounter();
+    changed();
   }
 
   function cancelEdit(index) {
@@ -200,17 +219,27 @@
     if (action === "accept" || action === "reject") {
       entry.state = action === "accept" ? "accepted" : "rejected";
       render(current);
-      updateCounter();
+      changed();
       select(current + 1);
     } else if (action === "undo") {
       entry.state = entry.original;
       render(current);
-      updateCounter();
+      changed();
     } else if (action === "edit") {
       entry.editing = true;
       render(current);
       const first = entry.section.querySelector("textarea");
       if (first) first.focus();
+    }
+  }
+
+  function nextDraft() {
+    for (let step = 1; step <= entries.length; step++) {
+      const index = (current + step) % entries.length;
+      if (entries[index].state === "draft") {
+        select(index);
+        return;
+      }
     }
   }
 
@@ -242,17 +271,19 @@
       select(current + 1);
     } else if (event.key === "k") {
       select(current - 1);
+    } else if (event.key === "n") {
+      nextDraft();
     }
   });
 
   // -- saving ------------------------------------------------------------------------------
 
   function reviewed(entry) {
-    const record = JSON.parse(JSON.stringify(entry.record));
-    const changed = entry.state !== entry.original;
-    if (changed && STATES.indexOf(entry.state) >= 0) record.review = entry.state;
+    const record = copy(entry.record);
+    const decided = entry.state !== entry.original;
+    if (decided && STATES.indexOf(entry.state) >= 0) record.review = entry.state;
     const provenance = record.provenance;
-    if ((changed || entry.edited.length) && provenance && typeof provenance === "object" &&
+    if ((decided || entry.edited.length) && provenance && typeof provenance === "object" &&
         !Array.isArray(provenance)) {
       provenance.reviewed_at = new Date().toISOString();
       if (entry.edited.length) provenance.edited = entry.edited.slice();
@@ -269,8 +300,9 @@
   // are line breaks inside quotes; they are written escaped.
   function yamlFlow(value, pad) {
     if (value === null || typeof value === "boolean") return String(value);
-    if (typeof value === "number") {
-      const text = Number.isFinite(value) ? String(value) : "null";
+    const raw = typeof JSON.isRawJSON === "function" && JSON.isRawJSON(value);
+    if (typeof value === "number" || raw) {
+      const text = raw ? value.rawJSON : Number.isFinite(value) ? String(value) : "null";
       return /e/.test(text) && text.indexOf(".") < 0 ? text.replace("e", ".0e") : text;
     }
     if (typeof value === "string") {
@@ -299,13 +331,19 @@
     const documentValue = hasDefaults || data.format === "yaml"
       ? Object.assign({}, defaults, {cases: cases}) : cases;
     if (data.format === "json") return JSON.stringify(documentValue, null, 2) + "\n";
+    const note = "# Reviewed with ragbench review (JSON is YAML's flow style).";
     const header = data.header ? data.header + "\n" : "";
-    return header + "# Reviewed with ragbench review (JSON is YAML's flow style).\n" +
+    return header + (header.indexOf(note) < 0 ? note + "\n" : "") +
       yamlFlow(documentValue, "") + "\n";
   }
 
+  window.addEventListener("beforeunload", function (event) {
+    if (unsaved) event.preventDefault();  // the browser asks before leaving
+  });
+
   function download() {
     const blob = new Blob([savedText()], {type: "application/octet-stream"});
+    unsaved = false;
     const link = document.createElement("a");
     link.href = URL.createObjectURL(blob);
     link.download = data.file;
