@@ -37,7 +37,7 @@ def _key(page: Page, key: str, modifiers: int = 0) -> None:
     text = key if len(key) == 1 and not modifiers else ""
     page.send("Input.dispatchKeyEvent", type="keyDown", key=key, text=text,
               modifiers=modifiers,
-              windowsVirtualKeyCode=13 if key == "Enter" else ord(key.upper()[0]))
+              windowsVirtualKeyCode={"Enter": 13, "Escape": 27}.get(key, ord(key.upper()[0])))
     page.send("Input.dispatchKeyEvent", type="keyUp", key=key, modifiers=modifiers)
 
 
@@ -124,8 +124,12 @@ def test_review_accepts_rejects_and_edits_drafts_and_saves_a_file_pytest_runs(
         _key(page, "r")  # reject the second
         _key(page, "e")  # edit the third: its question and its wrong expected answer
         _type_into(page, "question", "Which team has the fewest points? (reviewed)")
+        _type_into(page, "ground_truth_data", "{not json")
+        _key(page, "Enter", modifiers=2)  # Ctrl+Enter: refused, and what was typed stays
+        assert "ground_truth_data: not valid JSON" in page.evaluate(
+            "document.querySelector('.case.current .editor .error').textContent")
         _type_into(page, "ground_truth_data", json.dumps(truth))
-        _key(page, "Enter", modifiers=2)  # Ctrl+Enter applies the edit
+        _key(page, "Enter", modifiers=2)  # applied now
         assert page.evaluate("document.querySelector('.case.current .edited').textContent") \
             == "edited: question, ground_truth_data"
         _key(page, "a")
@@ -141,6 +145,7 @@ def test_review_accepts_rejects_and_edits_drafts_and_saves_a_file_pytest_runs(
         saved = _downloaded(page, downloads)
         requests = _requests(page)
     # Nothing was fetched: the page itself, and the blob of the download, only.
+    assert "default-src 'none'" in html.read_text(encoding="utf-8").split("</head>")[0]
     assert requests[0] == html.as_uri()
     assert all(url == html.as_uri() or url.startswith("blob:") for url in requests), requests
 
@@ -185,16 +190,21 @@ def test_review_accepts_rejects_and_edits_drafts_and_saves_a_file_pytest_runs(
     assert f"[{rejected}]" not in with_drafts.stdout.str()
 
 
-@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
-def test_json_lines_and_json_files_are_saved_in_their_own_format(
+@pytest.mark.parametrize("suffix", [".jsonl", ".json", ".yml"])
+def test_json_lines_json_and_yaml_with_defaults_are_saved_in_their_own_format(
         project: RagbenchProject, tmp_path: Path, suffix: str) -> None:
     chromium = require_chromium()
     generated = generate_sql(f"sqlite:///{project.path / 'scores.db'}", 5, seed=1).cases[:3]
     path = project.cases_dir() / f"drafts{suffix}"
     if suffix == ".jsonl":
         write_cases(path, generated)
-    else:
+    elif suffix == ".json":
         path.write_text(json.dumps(generated, indent=1), encoding="utf-8")
+    else:  # kind and review given once for the file, as file-level defaults
+        for case in generated:
+            del case["kind"], case["review"]
+        path.write_text(yaml.safe_dump({"kind": "sql", "review": "draft", "cases": generated},
+                                       sort_keys=False), encoding="utf-8")
     page_path = tmp_path / "page.html"
     assert main(["review", str(path), f"--out={page_path}"]) == 0
     downloads = tmp_path / "downloads"
@@ -211,17 +221,30 @@ def test_json_lines_and_json_files_are_saved_in_their_own_format(
         assert page.evaluate("document.querySelector('.case.current').dataset.index") == "0"
         _key(page, "a")
         assert _drafts_left(page) == 1
+        _key(page, "e")  # an edit given up with Esc changes nothing
+        _type_into(page, "question", "given up")
+        _key(page, "Escape")
+        assert page.evaluate("document.querySelectorAll('.editor').length") == 0
         page.evaluate("document.getElementById('save').click()")
         saved = _downloaded(page, downloads)
     text = saved.read_text(encoding="utf-8")
     if suffix == ".jsonl":
         records = [json.loads(line) for line in text.splitlines()]
-        assert len(text.splitlines()) == 3
-    else:
+        assert len(records) == 3
+    elif suffix == ".json":
         records = json.loads(text)
-    assert [r["review"] for r in records] == ["accepted", "rejected", "draft"]
+    else:
+        document = yaml.safe_load(text)
+        assert {k: v for k, v in document.items() if k != "cases"} == {
+            "kind": "sql", "review": "draft"}
+        records = document["cases"]
+        assert "review" not in records[2]  # still a draft through the file's default
+    assert [r.get("review") for r in records[:2]] == ["accepted", "rejected"]
+    assert [r["question"] for r in records] == [c["question"] for c in generated]
     assert "reviewed_at" not in records[2]["provenance"]
-    assert not build_cases(read_case_file(saved)).errors
+    built = build_cases(read_case_file(saved))
+    assert not built.errors
+    assert [c.review for c in built.cases] == ["accepted", "rejected", "draft"]
 
 
 def test_a_bad_case_file_is_refused_naming_file_line_and_field(

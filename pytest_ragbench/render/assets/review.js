@@ -23,7 +23,7 @@
   const entries = data.cases.map(function (record) {
     const state = reviewOf(record);
     return {record: copy(record), original: state, state: state,
-            edited: [], editing: false, error: "", section: null};
+            edited: [], editing: false, section: null};
   });
   let current = 0;
   let unsaved = false;  // a decision or an edit made since the last save
@@ -151,7 +151,6 @@
       label.append(area);
       form.append(label);
     });
-    if (entry.error) form.append(el("p", "error", entry.error));
     const apply = el("button", "apply", "Apply (Ctrl+Enter)");
     apply.type = "button";
     apply.addEventListener("click", function () { applyEdit(index); });
@@ -175,13 +174,11 @@
         try {
           value = parse(value);
         } catch (problem) {
-          entry.error = name + ": not valid JSON (" + problem.message + ")";
-          render(index);
+          showError(entry, name + ": not valid JSON (" + problem.message + ")");
           return;
         }
       } else if (!value.trim()) {
-        entry.error = name + ": must not be empty";
-        render(index);
+        showError(entry, name + ": must not be empty");
         return;
       }
       if (JSON.stringify(value) !== JSON.stringify(entry.record[name])) changes[name] = value;
@@ -191,15 +188,24 @@
       if (entry.edited.indexOf(name) < 0) entry.edited.push(name);
     });
     entry.editing = false;
-    entry.error = "";
     render(index);
     changed();
   }
 
   function cancelEdit(index) {
     entries[index].editing = false;
-    entries[index].error = "";
     render(index);
+  }
+
+  // Shown in the open editor, which keeps what was typed.
+  function showError(entry, message) {
+    const form = entry.section.querySelector(".editor");
+    let line = form.querySelector(".error");
+    if (!line) {
+      line = el("p", "error");
+      form.insertBefore(line, form.lastChild);
+    }
+    line.textContent = message;
   }
 
   // -- moving and deciding -----------------------------------------------------------------
