@@ -262,13 +262,20 @@ def test_a_bad_case_file_is_refused_naming_file_line_and_field(
     assert "cannot read file" in capsys.readouterr().err
 
 
-def test_a_value_json_would_change_is_refused_naming_its_line(
+def test_a_value_the_page_would_change_is_refused_naming_its_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "drafts.yaml"
     path.write_text("cases:\n- id: dated\n  kind: sql\n  question: q\n  expected_sql: SELECT 1\n"
                     "  ground_truth_data: {day: 2024-01-31}\n", encoding="utf-8")
     assert main(["review", str(path)]) == 2
     assert f"{path}:6: field 'ground_truth_data': a date value" in capsys.readouterr().err
+    path.write_text("cases:\n- id: pivot\n  kind: sql\n  question: q\n  expected_sql: SELECT 1\n"
+                    "  ground_truth_data: {team: Heat, '2023': 5}\n", encoding="utf-8")
+    assert main(["review", str(path)]) == 2
+    assert f"{path}:6: field 'ground_truth_data': keys 2023 would be moved first" \
+        in capsys.readouterr().err
+    path.write_text(path.read_text().replace("{team: Heat, '2023': 5}", "{'2023': 5, team: x}"))
+    assert main(["review", str(path)]) == 0  # already in the order a browser keeps
 
 
 def test_case_text_cannot_end_the_data_block() -> None:

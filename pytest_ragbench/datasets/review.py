@@ -17,6 +17,7 @@ import hashlib
 import html
 import json
 import math
+import re
 import sys
 from dataclasses import dataclass, field
 from importlib import resources
@@ -97,6 +98,8 @@ def read_for_review(path: Path) -> ReviewFile:
 
 # The page's script holds numbers as doubles: a bigger integer would come back changed.
 LARGEST_EXACT_INT = 2 ** 53
+# JavaScript objects list such keys first, in numeric order, whatever order they were given.
+ARRAY_INDEX = re.compile(r"0|[1-9][0-9]{0,8}")
 
 
 def _unsafe(value: Any) -> str | None:
@@ -110,6 +113,10 @@ def _unsafe(value: Any) -> str | None:
     if isinstance(value, list):
         return next((why for item in value if (why := _unsafe(item)) is not None), None)
     if isinstance(value, dict):
+        indices = [key for key in value if isinstance(key, str) and ARRAY_INDEX.fullmatch(key)]
+        if list(value)[:len(indices)] != sorted(indices, key=int):
+            return (f"keys {', '.join(indices)} would be moved first (a browser lists keys "
+                    "that look like array indices first): rename them, e.g. y2023")
         for key, item in value.items():
             if not isinstance(key, str):
                 return f"key {key!r} is not text"
