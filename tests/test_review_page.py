@@ -63,6 +63,7 @@ def _downloaded(page: Page, folder: Path, timeout: float = 30) -> Path:
 
 def _open_page(page: Page, html: Path, downloads: Path) -> None:
     page.send("Network.enable")
+    page.send("Log.enable")  # CSP violations and script errors are logged
     page.send("Browser.setDownloadBehavior", behavior="allow", downloadPath=str(downloads),
               eventsEnabled=True)
     page.open(html.as_uri())
@@ -72,6 +73,12 @@ def _open_page(page: Page, html: Path, downloads: Path) -> None:
 def _requests(page: Page) -> list[str]:
     return [e["params"]["request"]["url"] for e in page.events
             if e["method"] == "Network.requestWillBeSent"]
+
+
+def _problems(page: Page) -> list[dict[str, Any]]:
+    """Script exceptions and console errors (a CSP violation is one) the page raised."""
+    return [e for e in page.events if e["method"] == "Runtime.exceptionThrown"
+            or (e["method"] == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
 
 
 def _drafts_left(page: Page) -> int:
@@ -144,6 +151,7 @@ def test_review_accepts_rejects_and_edits_drafts_and_saves_a_file_pytest_runs(
         _key(page, "s", modifiers=2)  # Ctrl+S saves: a download of the reviewed file
         saved = _downloaded(page, downloads)
         requests = _requests(page)
+        assert not _problems(page)
     # Nothing was fetched: the page itself, and the blob of the download, only.
     assert "default-src 'none'" in html.read_text(encoding="utf-8").split("</head>")[0]
     assert requests[0] == html.as_uri()

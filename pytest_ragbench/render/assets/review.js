@@ -107,7 +107,20 @@
       SHOWN.forEach(function (name) {
         if (!Object.prototype.hasOwnProperty.call(entry.record, name)) return;
         const value = el("dd", "value");
-        value.append(el("pre", "", shown(entry.record[name])));
+        const raw = entry.record[name];
+        if (Array.isArray(raw) && raw.length && raw.every(function (x) {
+          return typeof x === "string";
+        })) {  // passages, sources, facts: one block each, their line breaks as written
+          const list = el("ol", "texts");
+          raw.forEach(function (text) {
+            const item = el("li");
+            item.append(el("pre", "", text));
+            list.append(item);
+          });
+          value.append(list);
+        } else {
+          value.append(el("pre", "", shown(raw)));
+        }
         value.dataset.field = name;
         fields.append(el("dt", "", name), value);
       });
