@@ -23,6 +23,7 @@ from pytest_ragbench.datasets.generate.common import write_cases
 from pytest_ragbench.datasets.generate.sql import generate_sql
 from pytest_ragbench.datasets.review import script_json
 from tests.browser import Page, browser, require_chromium
+from tests.conftest import REPO_ROOT
 from tests.project import RagbenchProject
 
 HOSTILE = '</script><img src=x onerror="window.__pwned=1">Café – 東京 "quoted"\nsecond line'
@@ -48,7 +49,8 @@ def _type_into(page: Page, field: str, text: str) -> None:
     page.send("Input.insertText", text=text)
 
 
-def _downloaded(page: Page, folder: Path, timeout: float = 30) -> Path:
+def _downloaded(page: Page, folder: Path, timeout: float = 30,
+                ignore: Path | None = None) -> Path:
     """The file of the download the page started (waits for the browser to finish it)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -56,7 +58,8 @@ def _downloaded(page: Page, folder: Path, timeout: float = 30) -> Path:
         if event["params"]["state"] == "completed":
             break
         assert event["params"]["state"] != "canceled", "the download was canceled"
-    files = [p for p in folder.iterdir() if not p.name.endswith(".crdownload")]
+    files = [p for p in folder.iterdir()
+             if not p.name.endswith(".crdownload") and p != ignore]
     assert len(files) == 1, files
     return files[0]
 
@@ -253,6 +256,29 @@ def test_json_lines_json_and_yaml_with_defaults_are_saved_in_their_own_format(
     built = build_cases(read_case_file(saved))
     assert not built.errors
     assert [c.review for c in built.cases] == ["accepted", "rejected", "draft"]
+
+
+@pytest.mark.parametrize("name", ["nba_sql.yaml", "nba_hybrid.yaml", "nba_vector.yaml",
+                                  "memory_scenarios.yaml", "ragas_samples.jsonl"])
+def test_saving_without_a_decision_gives_back_the_bundled_case_file(
+        tmp_path: Path, name: str) -> None:
+    chromium = require_chromium()
+    original = REPO_ROOT / "test_cases" / name
+    page_path = tmp_path / "page.html"
+    assert main(["review", str(original), f"--out={page_path}"]) == 0
+    with browser(chromium) as page:
+        _open_page(page, page_path, tmp_path)
+        page.evaluate("document.getElementById('save').click()")
+        saved = _downloaded(page, tmp_path, ignore=page_path)
+        assert not _problems(page)
+    if original.suffix == ".jsonl":
+        before = [json.loads(line) for line in original.read_text().splitlines() if line]
+        after = [json.loads(line) for line in saved.read_text().splitlines()]
+    else:
+        before, after = yaml.safe_load(original.read_text()), yaml.safe_load(saved.read_text())
+        before = before if isinstance(before, dict) else {"cases": before}
+    # Equal as data, and as JSON text too: 2.0 stays a float, "1" stays a string.
+    assert json.dumps(after, sort_keys=True) == json.dumps(before, sort_keys=True)
 
 
 def test_a_bad_case_file_is_refused_naming_file_line_and_field(
