@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.datasets import command as dataset_cli
+from pytest_ragbench.datasets import review as review_cli
 from pytest_ragbench.datasets.generate import command as generate_cli
 from pytest_ragbench.kinds import VERIFICATION, builtin_registry
 from pytest_ragbench.kinds.traffic import sample_command
@@ -173,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     merge.set_defaults(func=_merge)
     dataset_cli.register(commands)
     generate_cli.register(commands)
+    review_cli.register(commands)
     sample_command.register(commands)
     cache_transfer.register(commands)
     return parser

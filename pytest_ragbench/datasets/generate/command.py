@@ -1,4 +1,4 @@
-"""``ragbench generate`` (and ``ragbench review``): the command-line side of generation.
+"""``ragbench generate``: the command-line side of generation (review: ``datasets/review.py``).
 
 ``register(subparsers)`` adds the commands to the ``ragbench`` parser, as
 ``datasets/command.py`` adds ``dataset``; each sets ``func(args) -> exit code``.
