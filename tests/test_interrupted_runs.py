@@ -70,13 +70,22 @@ def project(pytester: pytest.Pytester) -> RagbenchProject:
 
 def start(project: RagbenchProject, *args: str,
           cacheprovider: bool = False) -> subprocess.Popen[str]:
-    """pytest in its own process group (so a signal to the group reaches only it)."""
+    """pytest in its own process group (so a signal to the group reaches only it).
+
+    It gets Ctrl-C as pytest in a terminal does, however this suite was started: a shell
+    starts a background job (``pytest tests &`` in a script) with SIGINT ignored, and a
+    child inherits an ignored signal, so SIGINT would not reach the run at all.
+    """
     cache = () if cacheprovider else ("-p", "no:cacheprovider")  # --lf needs it
-    return subprocess.Popen(
-        [sys.executable, "-m", "pytest", "--ragbench", "--ragbench-concurrency=1",
-         *cache, "-q", *args],
-        cwd=project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "pytest", "--ragbench", "--ragbench-concurrency=1",
+             *cache, "-q", *args],
+            cwd=project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def journal_records(folder: Path) -> dict[str, dict[str, Any]]:
