@@ -19,6 +19,7 @@ from pytest_ragbench.datasets import command as dataset_cli
 from pytest_ragbench.datasets.generate import command as generate_cli
 from pytest_ragbench.kinds import VERIFICATION, builtin_registry
 from pytest_ragbench.kinds.traffic import sample_command
+from pytest_ragbench.labelling import command as label_cli
 from pytest_ragbench.systems import cache_transfer
 
 
@@ -174,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     dataset_cli.register(commands)
     generate_cli.register(commands)
     sample_command.register(commands)
+    label_cli.register(commands)
     cache_transfer.register(commands)
     return parser
 
