@@ -3,7 +3,7 @@
 Reads the last run's items (``--report=DIR``, default ``.ragbench``) and, for every kind and
 judged metric (or ``--metric``), picks about N items by active sampling: each item with a
 probability that grows with the judge's uncertainty about it (the spread of its repeated
-samples, else sqrt(f(1 - f)) of its score), a fifth of the budget spread evenly. Writes
+samples, else sqrt(f(1 - f)) of its score), half the budget spread evenly. Writes
 the picks as ``--ragbench-judge-labels`` lines to fill in, each with its inclusion
 probability ``pi`` (the calibration reweights the label by 1/pi, so the estimate of the
 human mean stays unbiased), and an offline labelling page beside them that saves the

@@ -2,7 +2,7 @@
 
 For each kind and judged metric, every scored item gets an inclusion probability π
 (:func:`pytest_ragbench.stats.active.sampling_probabilities`: ∝ the judge's uncertainty
-about the item, a fifth of the budget spread evenly), and a seeded Poisson draw picks the
+about the item, half the budget spread evenly), and a seeded Poisson draw picks the
 items. Each pick keeps its π, so that the calibration reweights its label by 1/π and the
 estimate of the human mean stays unbiased (results/calibration.py).
 """
