@@ -24,7 +24,6 @@ from pytest_ragbench import cli
 from pytest_ragbench.cases.labels import read_labels
 from pytest_ragbench.results import calibration
 from pytest_ragbench.results.records import ItemRecord
-from pytest_ragbench.stats import ppi_mean_ci
 from pytest_ragbench.stats.active import (
     active_mean_ci,
     design_variance,
