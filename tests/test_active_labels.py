@@ -83,9 +83,10 @@ def _population(rng: np.random.Generator, n: int, judge: str = "calibrated"
 
 
 def test_point_estimate_matches_ppi_py_with_inverse_probability_weights() -> None:
-    """``ppi_py`` weights the labeled terms by w = 1/π normalised to mean 1 (Hájek): its
-    rectifier times mean(1/π)·n/N is the active estimate's (Horvitz-Thompson) rectifier,
-    (1/N)·Σ (h − λ·f)/π, and with uniform π = n/N the two estimates are equal."""
+    """``ppi_py`` weights the labeled terms by w = 1/π normalised to mean 1 (Hájek): with
+    S = Σ 1/π over the labeled items its rectifier R is Σ (h − λ·f)/π / S, and the active
+    estimate is λ·mean(f) + c·(1 − S/N) + R·S/N; with uniform π = n/N (S = N) the two are
+    equal."""
     from ppi_py import ppi_mean_pointestimate
 
     rng = np.random.default_rng(5)
@@ -93,21 +94,24 @@ def test_point_estimate_matches_ppi_py_with_inverse_probability_weights() -> Non
     pi = sampling_probabilities(judge_uncertainty(f), 60)
     xi = poisson_sample(pi, 8)
     n = int(xi.sum())
+    total = float((1 / pi[xi]).sum())
     for method in ("active", "active++"):
         result = active_mean_ci(f, f[xi], h[xi], pi[xi], method=method)  # type: ignore[arg-type]
         theirs = float(np.squeeze(ppi_mean_pointestimate(h[xi], f[xi], f, lam=result.lam,
                                                          w=1 / pi[xi])))
         rectifier = theirs - result.lam * f.mean()
-        assert result.mean - result.lam * f.mean() == pytest.approx(
-            rectifier * (1 / pi[xi]).sum() / f.size, abs=1e-12)
+        assert result.mean == pytest.approx(
+            result.lam * f.mean() + result.shift * (1 - total / f.size)
+            + rectifier * total / f.size, abs=1e-12)
     even = np.full(f.size, n / f.size)
     result = active_mean_ci(f, f[xi], h[xi], even[xi])
     theirs = float(np.squeeze(ppi_mean_pointestimate(h[xi], f[xi], f, lam=result.lam)))
     assert result.mean == pytest.approx(theirs, abs=1e-12)
-    assert active_mean_ci(f, f[xi], h[xi], pi[xi], method="active").lam == 1.0
+    plain = active_mean_ci(f, f[xi], h[xi], pi[xi], method="active")
+    assert (plain.lam, plain.shift) == (1.0, 0.0)
 
 
-def test_power_tuning_picks_the_lambda_of_least_estimated_variance() -> None:
+def test_tuning_picks_the_lambda_and_shift_of_least_estimated_variance() -> None:
     rng = np.random.default_rng(2)
     f, h, _ = _population(rng, 500, "biased")
     pi = sampling_probabilities(judge_uncertainty(f), 50)
@@ -115,16 +119,17 @@ def test_power_tuning_picks_the_lambda_of_least_estimated_variance() -> None:
     tuned = active_mean_ci(f, f[xi], h[xi], pi[xi])
     weights = np.where(xi, 1 / pi, 0.0)
 
-    def se(lam: float) -> float:
-        z = lam * f + (h - lam * f) * weights
+    def se(lam: float, shift: float) -> float:
+        z = lam * f + shift + (h - lam * f - shift) * weights
         return float(z.std(ddof=1) / np.sqrt(f.size))
 
-    grid = np.linspace(0, 1, 1001)
-    best = grid[np.argmin([se(x) for x in grid])]
-    assert 0 < tuned.lam < 1
-    assert tuned.lam == pytest.approx(best, abs=2e-3)
-    assert tuned.se == pytest.approx(se(tuned.lam))
-    assert tuned.se <= active_mean_ci(f, f[xi], h[xi], pi[xi], method="active").se
+    grid = [(lam, shift) for lam in np.linspace(0, 1, 201)
+            for shift in np.linspace(-0.5, 0.5, 201)]
+    best = min(grid, key=lambda x: se(*x))
+    assert tuned.se == pytest.approx(se(tuned.lam, tuned.shift))
+    assert tuned.se <= se(*best) + 1e-12
+    assert (tuned.lam, tuned.shift) == pytest.approx(best, abs=0.01)
+    assert tuned.se < active_mean_ci(f, f[xi], h[xi], pi[xi], method="active").se
 
 
 def test_the_estimate_is_unbiased_for_any_probabilities() -> None:

@@ -112,7 +112,8 @@ class ActiveInterval:
     """The inverse-probability-weighted estimate of the human mean, with its interval.
 
     ``lam`` is the weight of the judge (1: the plain active estimator, tuned in [0, 1]
-    with ``method="active++"``); ``se`` the standard error, ``df`` the degrees of freedom
+    with ``method="active++"``), ``shift`` the constant subtracted from every label's
+    residual (0 for the plain estimator); ``se`` the standard error, ``df`` the degrees of freedom
     of the t quantile (labelled items − 1).
     """
 
@@ -126,6 +127,7 @@ class ActiveInterval:
     confidence: float
     judge_mean: float
     lam: float
+    shift: float
     method: str
 
     def to_dict(self) -> dict[str, Any]:
@@ -144,12 +146,16 @@ def active_mean_ci(judge_all: Scores, judge_labeled: Scores, human_labeled: Scor
     inclusion probability of each labelled item, the labelled items having been drawn by
     Poisson sampling with those probabilities (:func:`poisson_sample`).
 
-    With Z_i = λ·f_i + (h_i − λ·f_i)·ξ_i/π_i the estimate is mean(Z) and its standard error
-    sd(Z)/sqrt(N); the interval uses Student's t with n − 1 degrees of freedom (n labelled
-    items), the number of independent label terms the variance rests on. ``"active"`` is
-    λ = 1; ``"active++"`` (default) the λ in [0, 1] minimising the estimated variance,
-    −Cov(A, B)/Var(B) with A_i = h_i·ξ_i/π_i and B_i = f_i·(1 − ξ_i/π_i) (the power tuning
-    of PPI++, Angelopoulos, Duchi & Zrnic 2023, as the active-inference paper uses it).
+    With Z_i = λ·f_i + c + (h_i − λ·f_i − c)·ξ_i/π_i the estimate is mean(Z) and its
+    standard error sd(Z)/sqrt(N); the interval uses Student's t with n − 1 degrees of
+    freedom (n labelled items), the number of independent label terms the variance rests
+    on. Z is unbiased for every fixed λ and c, E[ξ_i/π_i] being 1. ``"active"`` is the
+    plain estimator, λ = 1 and c = 0; ``"active++"`` (default) tunes both to minimise the
+    estimated variance: λ in [0, 1], the power tuning of PPI++ (Angelopoulos, Duchi & Zrnic
+    2023) as the active-inference paper uses it, and c, which removes the variance of the
+    random number of labels when the judge is off by a constant (without it, labels picked
+    uniformly by Poisson sampling gave intervals up to a quarter wider than PPI++'s with
+    as many labels, on WikiQA with token F1 as the judge).
     """
     import numpy as np
     from scipy.special import stdtrit
@@ -172,20 +178,46 @@ def active_mean_ci(judge_all: Scores, judge_labeled: Scores, human_labeled: Scor
         raise ValueError("every inclusion probability must be in (0, 1]")
     f_unl = _unlabeled(f_lab, f_all)
     big_n = int(f_all.size)
-    # The terms A + λ·B of every item: the unlabelled items' A is 0 and B is f.
+    # The terms A + λ·B + c·C of every item: the unlabelled items' A is 0, B is f, C is 1.
     a = np.concatenate([np.zeros(f_unl.size), h_lab / p_lab])
     b = np.concatenate([f_unl, f_lab * (1.0 - 1.0 / p_lab)])
-    lam = 1.0
-    if method == "active++":
-        variance_b = float(b.var(ddof=1))
-        covariance = float(((a - a.mean()) * (b - b.mean())).sum() / (big_n - 1))
-        lam = 0.0 if variance_b <= 0.0 else min(1.0, max(0.0, -covariance / variance_b))
-    z = a + lam * b
+    c = np.concatenate([np.ones(f_unl.size), 1.0 - 1.0 / p_lab])
+    lam, shift = (1.0, 0.0) if method == "active" else _tuned(a, b, c)
+    z = a + lam * b + shift * c
     mean = float(z.mean())
     se = float(z.std(ddof=1)) / math.sqrt(big_n)
     quantile = float(stdtrit(n - 1, (1 + confidence) / 2))
     return ActiveInterval(mean, mean - quantile * se, mean + quantile * se, se, float(n - 1),
-                          n, big_n, confidence, float(f_all.mean()), lam, method)
+                          n, big_n, confidence, float(f_all.mean()), lam, shift, method)
+
+
+def _tuned(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[float, float]:
+    """The (λ, c) minimising the sample variance of A + λ·B + c·C, λ kept in [0, 1].
+
+    Least squares of A on −B and −C (centred); when λ falls outside [0, 1] it is clipped
+    and c fitted again for it.
+    """
+    import numpy as np
+
+    def centred(x: np.ndarray) -> np.ndarray:
+        return x - x.mean()
+
+    ca, cb, cc = centred(a), centred(b), centred(c)
+    design = np.column_stack([cb, cc])
+    if np.linalg.matrix_rank(design) < 2:  # no spread in the judge, or all items labelled
+        variance_b = float(cb @ cb)
+        lam = 0.0 if variance_b <= 0 else min(1.0, max(0.0, -float(ca @ cb) / variance_b))
+        variance_c = float(cc @ cc)
+        rest = ca + lam * cb
+        return lam, 0.0 if variance_c <= 0 else -float(rest @ cc) / variance_c
+    coefficients = np.linalg.lstsq(design, -ca, rcond=None)[0]
+    lam = float(coefficients[0])
+    if 0.0 <= lam <= 1.0:
+        return lam, float(coefficients[1])
+    lam = min(1.0, max(0.0, lam))
+    variance_c = float(cc @ cc)
+    rest = ca + lam * cb
+    return lam, 0.0 if variance_c <= 0 else -float(rest @ cc) / variance_c
 
 
 def design_variance(judge: Scores, error_second_moment: Scores, error_mean: Scores,
