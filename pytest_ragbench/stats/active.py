@@ -31,10 +31,10 @@ if TYPE_CHECKING:
 
 ActiveMethod = Literal["active++", "active"]
 # The share of the label budget spread evenly over the items: it bounds the weight 1/π of
-# an item the judge was sure of, and wrong about. With a fifth, such a judge (a third of
-# the items at score 1, a tenth of those wrong) left the interval covering 0.82-0.91 of
-# sessions at 20-100 labels; with half, 0.91-0.94, and the interval of a well calibrated
-# judge was about as narrow (benchmarks/bench_active_labels.py).
+# an item the judge was sure of, and wrong about. With a fifth, a judge sure (score 1) of a
+# third of the items and wrong on a tenth of those left the interval covering 0.84, 0.90,
+# 0.92 of sessions at 20, 50, 100 labels; with half, 0.92, 0.93, 0.95, and a calibrated
+# judge's interval widened by 3-4% (benchmarks/bench_active_labels.py).
 UNIFORM_SHARE = 0.5
 
 
