@@ -23,10 +23,16 @@ EVIDENCE = (("question", "question"), ("contexts", "contexts"), ("answer", "answ
 def page_item(pick: Pick) -> dict[str, Any]:
     """What the page shows and saves of one pick."""
     evidence = pick.record.evidence or {}
-    shown = [(title, str(evidence[key])) for title, key in EVIDENCE
-             if evidence.get(key) not in (None, "")]
+    shown = [(title, _text(evidence[key])) for title, key in EVIDENCE
+             if evidence.get(key) not in (None, "", [])]
     return {**pick.label_line(), "nodeid": pick.record.nodeid, "low": pick.low,
             "high": pick.high, "evidence": shown}
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):  # contexts given one by one
+        return "\n\n".join(f"[{i}] {v}" for i, v in enumerate(value, start=1))
+    return str(value)
 
 
 def render(picks: Sequence[Pick], title: str = "ragbench: label the picked items") -> str:
