@@ -479,3 +479,31 @@ def test_the_page_labels_with_the_keyboard_and_saves_a_label_file(tmp_path: Path
     assert [(x.case_id, x.metric, x.score, x.kind, x.pi) for x in result.labels] == [
         (t["id"], "faithfulness", score, "ragas", t["pi"])
         for t, score in zip(template[:2], (1.0, 0.0), strict=True)]
+
+
+def test_several_systems_keep_their_own_picks_and_weights(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    raw = []
+    for system in ("dense", "bm25"):
+        for index in range(60):
+            samples = [float(x) for x in rng.random(3) < (0.5 if index % 2 else 0.95)]
+            record = _record(index, samples, system=system)
+            record["nodeid"] += f"[{system}]"
+            raw.append(record)
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in raw))
+    assert _label("--next", "30", f"--report={tmp_path}", "--seed", "2") == 0
+    lines = [json.loads(x) for x in (tmp_path / "labels-next.jsonl").read_text().splitlines()]
+    assert {x["system"] for x in lines} == {"dense", "bm25"}
+    human = {(r["case_id"], r["system"]): float(rng.random() < r["metrics"]["faithfulness"])
+             for r in raw}
+    for line in lines:
+        line["score"] = human[line["id"], line["system"]]
+    (tmp_path / "filled.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    labels = read_labels(tmp_path / "filled.jsonl")
+    records = [ItemRecord.from_dict(r) for r in raw]
+    matching = calibration.match(records, labels.labels)
+    assert sum(len(v) for v in matching.pi.values()) == len(lines)  # one item per line
+    entry = calibration.section(records, ["dense", "bm25"], matching)["ragas"]["faithfulness"]
+    assert entry["ppi_method"] == "active++" and entry["n_labeled"] == len(lines)
+    assert {s: e["ppi_method"] for s, e in entry["systems"].items()} == {
+        "dense": "active++", "bm25": "active++"}
