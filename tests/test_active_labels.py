@@ -211,6 +211,8 @@ def test_the_uncertainty_design_has_the_least_variance_by_brute_force() -> None:
     optimum = sampling_probabilities(judge_uncertainty(f), budget, uniform_share=0.0)
     default = sampling_probabilities(judge_uncertainty(f), budget)
     uniform = np.full(f.size, budget / f.size)
+    assert optimum.max() < 1  # no cap: exactly the closed form, scaled to the budget
+    assert optimum == pytest.approx(budget * np.sqrt(f * (1 - f)) / np.sqrt(f * (1 - f)).sum())
     best = _brute_force_variance(f, p, optimum)
     assert best == pytest.approx(design_variance(f, f * (1 - f), np.zeros(f.size), optimum))
     assert best < _brute_force_variance(f, p, default) < _brute_force_variance(f, p, uniform)
