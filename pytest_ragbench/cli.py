@@ -20,6 +20,7 @@ from pytest_ragbench.datasets import review as review_cli
 from pytest_ragbench.datasets.generate import command as generate_cli
 from pytest_ragbench.kinds import VERIFICATION, builtin_registry
 from pytest_ragbench.kinds.traffic import sample_command
+from pytest_ragbench.labelling import command as label_cli
 from pytest_ragbench.systems import cache_transfer
 
 
@@ -176,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     generate_cli.register(commands)
     review_cli.register(commands)
     sample_command.register(commands)
+    label_cli.register(commands)
     cache_transfer.register(commands)
     return parser
 

@@ -2,10 +2,12 @@
 
 A line is ``{"id": <case id>, "metric": <metric name>, "score": <number>}``, optionally with
 ``"kind"`` (an item kind: ``ragas``, ``ragcsv``, ...) and ``"system"`` (one of
-``--ragbench-systems``) to narrow which items it labels. The score is the person's score
-on the metric's own scale. Other fields (an annotator, a note) are kept out of the way;
-one that looks like a misspelt known field is an error. A bad line is reported with the
-file, line and field, and the other lines are still read.
+``--ragbench-systems``) to narrow which items it labels, and ``"pi"``, the probability
+with which the item was picked for labelling (``ragbench label --next N`` writes it; the
+calibration then reweights the label by 1/pi, results/calibration.py). The score is the
+person's score on the metric's own scale. Other fields (an annotator, a note) are kept out
+of the way; one that looks like a misspelt known field is an error. A bad line is reported
+with the file, line and field, and the other lines are still read.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from pytest_ragbench.errors import CaseError, ConfigError
 
 REQUIRED = ("id", "metric", "score")
-OPTIONAL = ("kind", "system")
+OPTIONAL = ("kind", "system", "pi")
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class Label:
     score: float
     kind: str | None = None
     system: str | None = None
+    pi: float | None = None  # the item's inclusion probability, when picked by active sampling
     where: str = ""  # ``file:line``, for messages
 
 
@@ -110,12 +113,17 @@ def parse_label(line: str, file: str, number: int) -> Label:
             or not math.isfinite(score):
         raise CaseError(f"expected a finite number, got {_shown(score)}", file=file,
                         line=number, field="score")
+    pi = data.get("pi")
+    if pi is not None and (isinstance(pi, bool) or not isinstance(pi, int | float)
+                           or not 0.0 < pi <= 1.0):
+        raise CaseError(f"expected an inclusion probability in (0, 1], got {_shown(pi)}",
+                        file=file, line=number, field="pi")
     kind = data.get("kind")
     system = data.get("system")
     return Label(case_id=text("id", data["id"]), metric=text("metric", data["metric"]),
                  score=float(score), kind=None if kind is None else text("kind", kind),
                  system=None if system is None else text("system", system),
-                 where=f"{file}:{number}")
+                 pi=None if pi is None else float(pi), where=f"{file}:{number}")
 
 
 def _shown(value: Any) -> str:

@@ -12,6 +12,11 @@ and gives the prediction-powered estimate of the human mean over all scored item
 (PPI++, :func:`pytest_ragbench.stats.ppi_mean_ci`): the number to quote. With
 ``--ragbench-gate ci-lower`` a gate on the metric checks its bound valid at every label
 count, ``ppi_gate_low``/``ppi_gate_high`` (results/gates.py).
+
+Labels picked by ``ragbench label --next N`` carry their inclusion probability ``pi``: the
+items were drawn with unequal probabilities (more where the judge is unsure), so the
+estimate reweights each label by 1/pi (active inference, Zrnic & Candès 2024,
+:func:`pytest_ragbench.stats.active.active_mean_ci`; ``ppi_method`` "active++").
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pytest_ragbench.results.aggregate import CONFIDENCE, metric_range, scored_v
 from pytest_ragbench.results.records import ItemRecord
 from pytest_ragbench.stats import core as stats
 from pytest_ragbench.stats import intervals
+from pytest_ragbench.stats.active import active_mean_ci
 
 MAX_LEVELS = 11  # at most this many distinct grades (0-10, 1-5, 0/1) count as ordinal
 EXAMPLES = 5  # unmatched labels shown by name
@@ -54,6 +60,8 @@ class Matching:
     """Labels matched to items: ``human[nodeid][metric]`` is the people's score."""
 
     human: dict[str, dict[str, float]] = field(default_factory=dict)
+    # ``pi[nodeid][metric]``: the inclusion probability a label file line gave the item
+    pi: dict[str, dict[str, float]] = field(default_factory=dict)
     unmatched: list[Unmatched] = field(default_factory=list)
     file_labels: int = 0  # label-file lines that labeled at least one item
     case_labels: int = 0  # (case, metric) labels from case files that did
@@ -84,6 +92,8 @@ def match(records: Sequence[ItemRecord], labels: Iterable[Label]) -> Matching:
         result.file_labels += 1
         for record in chosen:
             scores[record.nodeid][label.metric].append(label.score)
+            if label.pi is not None:
+                result.pi.setdefault(record.nodeid, {})[label.metric] = label.pi
     used: set[tuple[str, str, str]] = set()
     pending: dict[tuple[str, str, str], str] = {}
     for record in records:
@@ -168,7 +178,8 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
 
 
 def calibrate(records: Iterable[ItemRecord], metric: str,
-              human: dict[str, dict[str, float]]) -> dict[str, Any] | None:
+              human: dict[str, dict[str, float]],
+              pi: dict[str, dict[str, float]] | None = None) -> dict[str, Any] | None:
     """The calibration entry of ``metric`` over ``records`` (None when none is labeled).
 
     ``judge_mean`` is the metric's mean over every scored item, ``human_mean`` the
@@ -177,9 +188,15 @@ def calibrate(records: Iterable[ItemRecord], metric: str,
     the human mean over all scored items with its 95% interval, stratified by category
     when every category has at least two labeled items (:func:`ppi_section`). A labeled
     item whose metric went unscored counts in ``n_labeled_unscored`` and nowhere else.
+
+    When every labeled item has an inclusion probability in ``pi`` (``pi[nodeid][metric]``,
+    from labels picked by ``ragbench label``) the ``ppi_*`` fields are the active-inference
+    estimate instead (:func:`active_section`); when only some have one, the PPI++ estimate
+    is given with a note that it assumes uniformly picked labels.
     """
     judged: list[tuple[float, str | None]] = []
     pairs: list[tuple[float, float, str | None]] = []
+    weights: list[float | None] = []
     labeled_unscored = 0
     for record in records:
         value = scored_value(record, metric)
@@ -191,6 +208,7 @@ def calibrate(records: Iterable[ItemRecord], metric: str,
                 labeled_unscored += 1
             else:
                 pairs.append((value, person, record.category))
+                weights.append((pi or {}).get(record.nodeid, {}).get(metric))
     if not pairs and not labeled_unscored:
         return None
     entry: dict[str, Any] = dict.fromkeys((
@@ -223,9 +241,37 @@ def calibrate(records: Iterable[ItemRecord], metric: str,
     person_ci = stats.t_ci(people, CONFIDENCE)
     bias_ci = stats.t_ci([j - h for j, h, _ in pairs], CONFIDENCE)
     entry.update(human_ci_low=person_ci.low, human_ci_high=person_ci.high,
-                 bias_ci_low=bias_ci.low, bias_ci_high=bias_ci.high,
-                 **ppi_section(metric, judged, pairs))
+                 bias_ci_low=bias_ci.low, bias_ci_high=bias_ci.high)
+    picked = [w for w in weights if w is not None]
+    if picked and len(picked) == len(weights):
+        entry.update(active_section(judged, pairs, picked))
+        return entry
+    entry.update(ppi_section(metric, judged, pairs))
+    if picked:
+        entry["note"] = (f"{len(picked)} of {len(pairs)} labels carry an inclusion "
+                         "probability (pi) and the others do not: the PPI++ interval "
+                         "assumes uniformly picked labels")
     return entry
+
+
+def active_section(judged: Sequence[tuple[float, str | None]],
+                   pairs: Sequence[tuple[float, float, str | None]],
+                   pi: Sequence[float]) -> dict[str, Any]:
+    """The ``ppi_*`` fields for labels picked with probabilities ``pi`` (active inference).
+
+    The inverse-probability-weighted estimate of :func:`pytest_ragbench.stats.active.
+    active_mean_ci` (power-tuned, ``ppi_method`` "active++"), unstratified. A ci-lower
+    gate checks its interval's bound: the labels' exact bounds assume uniformly picked
+    labels, so there is no finite-sample bound to add, and ``ppi_gate_method`` says the
+    bound is a large-sample one.
+    """
+    result = active_mean_ci([v for v, _ in judged], [j for j, _, _ in pairs],
+                            [h for _, h, _ in pairs], pi, CONFIDENCE)
+    return {"ppi_mean": result.mean, "ppi_ci_low": result.low, "ppi_ci_high": result.high,
+            "ppi_se": result.se, "ppi_df": result.df, "ppi_method": result.method,
+            "ppi_lambda": result.lam, "ppi_strata": None, "ppi_gate_low": result.low,
+            "ppi_gate_high": result.high,
+            "ppi_gate_method": f"{result.method} (large-sample)"}
 
 
 def ppi_section(metric: str, judged: Sequence[tuple[float, str | None]],
@@ -297,12 +343,12 @@ def section(records: Sequence[ItemRecord], systems: Sequence[str], matching: Mat
     for kind, metrics in labeled_metrics(records, matching).items():
         of_kind = [r for r in records if r.kind == kind]
         for metric in metrics:
-            entry = calibrate(of_kind, metric, matching.human)
+            entry = calibrate(of_kind, metric, matching.human, matching.pi)
             if entry is None:
                 continue
             if len(systems) > 1:
                 per_system = {s: calibrate([r for r in of_kind if r.system == s], metric,
-                                           matching.human) for s in systems}
+                                           matching.human, matching.pi) for s in systems}
                 entry["systems"] = {s: e for s, e in per_system.items() if e is not None}
             result.setdefault(kind, {})[metric] = entry
     return result
@@ -358,6 +404,10 @@ def lines(document: dict[str, Any]) -> list[str]:
         out += [f"  {kind}.{metric}: PPI stratified by category ({', '.join(strata)})"
                 for kind, by_metric in block.items() for metric, entry in by_metric.items()
                 if (strata := entry.get("ppi_strata"))]
+        out += [f"  {kind}.{metric}: labels picked by active sampling, each weighted by 1/pi "
+                "(active inference, Zrnic & Candès 2024)"
+                for kind, by_metric in block.items() for metric, entry in by_metric.items()
+                if str(entry.get("ppi_method") or "").startswith("active")]
     summary = document.get("judge_labels")
     if summary:
         out.append(_summary_line(summary))

@@ -163,7 +163,7 @@ def assemble(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[s
     matching = calibration.match(records, labels.labels if labels else ())
 
     def calibrated(cell: aggregate.Cell) -> dict[str, Any] | None:
-        return calibration.calibrate(cells[cell], cell.metric, matching.human) \
+        return calibration.calibrate(cells[cell], cell.metric, matching.human, matching.pi) \
             if matching.human and settings.gate == "ci-lower" else None
 
     verdicts = [gates.check(g, c, stats[c], settings.gate, settings.gate_min_n,
