@@ -108,3 +108,43 @@ def test_judged_items_through_llama_cpp_servers_own_server(
                        item["unscored"]) for case, item in found.items()}
 
     assert scores(project.items_by_case()) == scores(items)  # (model time is 0 from the cache)
+
+
+def test_logged_traffic_is_judged_through_llama_cpp_servers_own_server(
+        pytester: pytest.Pytester, llama_server: LlamaServer) -> None:  # noqa: F811
+    """Two logged interactions judged by the real server: every judged value comes back."""
+    project = RagbenchProject(pytester).ini(ragbench_cases="test_cases")
+    asked = (("Who won the 2024 Rookie of the Year award?", ANSWER),
+             ("Was the 2024 Rookie of the Year vote unanimous?", "Yes, it was unanimous."))
+    lines = [{"timestamp": f"2026-11-0{day}T10:00:00Z", "query": query,
+              "retrieved": [{"content": "Victor Wembanyama won the 2024 NBA Rookie of the "
+                                        "Year award by unanimous vote.", "score": 0.82}],
+              "answer": answer, "user_feedback": True}
+             for day, (query, answer) in zip((3, 4), asked, strict=True)]
+    project.cases("app.traffic.jsonl", lines)
+    before = llama_server.statuses()
+    result = project.runpytest_subprocess(
+        "--ragbench", "-q", "-p", "no:cacheprovider", "--ragbench-cache=cache",
+        "--ragbench-judge-url", llama_server.url, "--ragbench-concurrency", "1",
+        "--ragbench-timeout=900")
+    after = llama_server.statuses()
+    result.assert_outcomes(passed=2)
+    items = project.items_by_name()
+    for name, item in items.items():
+        assert set(item["judge"]["metrics"]) == {"faithfulness", "answer_relevancy",
+                                                 "judge_relevance"}
+        for metric in item["judge"]["metrics"]:
+            if metric not in item["metrics"]:
+                reason = item["unscored"][metric]
+                assert reason.startswith(OWN_REASONS), f"{name}.{metric}: {reason}"
+        assert 0 <= item["metrics"]["judge_relevance"] <= 1
+    results = project.results()
+    usage = results["usage"]["judge"]
+    assert usage["calls"] >= 2 * 3  # at least one call per judged metric and interaction
+    # Every call the usage counts reached the server, but for replies from the cache.
+    assert after[200] - before[200] == usage["calls"] - usage["cache_hits"]
+    assert results["traffic"]["overall"]["judge_relevance"]["n"] == 2
+    # No silent pass: a judged metric with more than 20% unscored fails the session.
+    over = [f"{k}.{m}" for k, ms in results["judge"]["metrics"].items()
+            for m, e in ms.items() if e["unscored_share"] > 0.2]
+    assert result.ret == (pytest.ExitCode.TESTS_FAILED if over else pytest.ExitCode.OK)
