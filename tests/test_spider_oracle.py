@@ -26,8 +26,10 @@ def _spider_cases() -> dict[str, dict]:
 
 
 def _run(pytester: pytest.Pytester, db: Path, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", f"--ragbench-db-url=sqlite:///{db}",
-                              *args)
+    # The rootdir is the test's folder: given only the oracle's case file, pytest would root
+    # the session in ../shared/oracles and write the report (.ragbench/) there.
+    return pytester.runpytest("-p", "no:cacheprovider", f"--rootdir={pytester.path}",
+                              f"--ragbench-db-url=sqlite:///{db}", *args)
 
 
 def test_all_spider_cases_pass_as_a_plain_case_file(pytester: pytest.Pytester,
