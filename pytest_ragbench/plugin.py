@@ -98,6 +98,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.pluginmanager.register(ShardSelection(settings),
                                       "ragbench-shard-selection")
+    sequential = None
+    if settings.sequential and settings.evaluate:
+        if settings.shard or settings.merge_from:
+            raise pytest.UsageError("ragbench: --ragbench-sequential decides the gates as the "
+                                    "items run; a shard decides none (they are decided at "
+                                    "the merge): drop one of them")
+        from pytest_ragbench.run.sequential import SequentialRun
+
+        sequential = SequentialRun(config, settings)
+        config.pluginmanager.register(sequential, "ragbench-sequential")
     if settings.evaluate and hasattr(config, "workerinput"):  # each worker: its share of CPUs
         from pytest_ragbench.run.threads import limit_worker_threads
 
@@ -115,6 +125,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_ragbench.run.session import RagbenchSession
 
         session = RagbenchSession(config, settings)
+        session.sequential = sequential
         try:
             session.prepare_run()
         except ConfigError as exc:

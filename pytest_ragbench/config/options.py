@@ -116,6 +116,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--ragbench-drafts", "also run generated cases still marked 'review: draft' "
            "(accepted and hand-written cases always run, rejected ones never)",
            type="bool", default=False, action="store_true"),
+    Option("--ragbench-sequential", "run the evaluation items in a seeded random order "
+           "(stratified by kind and category) and stop running them once every gate is "
+           "decided by its anytime-valid confidence sequence (ini ragbench_sequential_seed)",
+           type="bool", default=False, action="store_true"),
     # -- production traffic (README "Production traffic") --
     Option("--ragbench-sample", "judge a seeded sample of N logged interactions, stratified "
            "by time window; the judged metrics are estimated for the whole traffic"),
@@ -176,6 +180,8 @@ INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
     ("ragbench_prices", "model prices in US dollars per 1M tokens, one TOML line per model: "
      "'gpt-4o-mini = {input = 0.15, output = 0.60}'; usage rows then give their cost",
      "linelist", []),
+    ("ragbench_sequential_seed", "--ragbench-sequential: the seed of the items' random "
+     "order (default 0)", "string", "0"),
     ("ragbench_target_width", "--ragbench-plan: also the items each gated metric needs for a "
      "95% CI half-width of at most this", "string", ""),
     ("ragbench_junit_properties", "write each item's metrics and each check's numbers as "

@@ -102,6 +102,9 @@ class RagbenchConfig:
     settings_tree: SettingsTree | None = field(default=None, compare=False, repr=False)
     # -- interrupted runs --
     resume: bool = False  # --ragbench-resume
+    # --ragbench-sequential: items in a seeded order, stopped when every gate is decided
+    sequential: bool = False
+    sequential_seed: int = 0
     system_url: str | None = None  # a RAG service evaluated over HTTP
     stream: bool = False  # --ragbench-stream: answers streamed and timed (TTFT, ITL)
     shard: str | None = None  # "I/N": this process runs one shard (run/shards.py)
@@ -190,6 +193,8 @@ class RagbenchConfig:
             "system_url": mask_url(self.system_url),
             "stream": self.stream,
             "shard": self.shard,
+            "sequential": self.sequential,
+            "sequential_seed": self.sequential_seed,
         })
 
 
@@ -454,6 +459,9 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         toml_files=settings["toml_files"],
         settings_tree=settings["tree"],
         resume=bool(options.value(config, "ragbench_resume")),
+        sequential=bool(options.value(config, "ragbench_sequential")),
+        sequential_seed=_int("ragbench_sequential_seed",
+                             config.getini("ragbench_sequential_seed") or "0", minimum=0),
         system_url=options.value(config, "ragbench_system_url") or None,
         stream=bool(options.value(config, "ragbench_stream")),
         **_shard_settings(config, invocation),

@@ -19,7 +19,7 @@ otherwise and are read as they are.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from typing import Any
@@ -122,14 +122,17 @@ def build(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str,
 def assemble(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[str, Any],
              components: dict[str, str], baseline: Baseline | None = None,
              gate_list: Sequence[gates.Gate] = (), labels: LabelFile | None = None,
-             report_sections: SectionsHook | None = None) -> ResultsDocument:
+             report_sections: SectionsHook | None = None,
+             sequential: Mapping[tuple[str, str, str | None], dict[str, Any]] | None = None
+             ) -> ResultsDocument:
     """Aggregate the records into the results document.
 
     Records are taken in node-id order, so the numbers do not depend on the order in
     which the items ran. ``labels`` are the human labels of ``--ragbench-judge-labels``.
     ``report_sections`` returns the sections to add (the session calls the hook
     ``pytest_ragbench_report_sections``); if it raises, the document has no sections and
-    says why in ``problems``.
+    says why in ``problems``. ``sequential``: the gates ``--ragbench-sequential`` decided,
+    by (gate name, metric, system); they keep that decision.
     """
     records = sorted(records, key=lambda r: r.nodeid)
     systems = aggregate.systems_in(records, settings.systems)
@@ -166,8 +169,10 @@ def assemble(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[s
         return calibration.calibrate(cells[cell], cell.metric, matching.human, matching.pi) \
             if matching.human and settings.gate == "ci-lower" else None
 
-    verdicts = [gates.check(g, c, stats[c], settings.gate, settings.gate_min_n,
-                            calibrated(c)) for g, c in checks]
+    verdicts = [gates.with_sequential(
+        gates.check(g, c, stats[c], settings.gate, settings.gate_min_n, calibrated(c)),
+        (sequential or {}).get((g.name, g.metric, c.system)) if g.source == "gate" else None)
+        for g, c in checks]
     failures = calibration.failure_lines(labels)
     failures += [gates.gate_line(v) for v in verdicts if v["passed"] is False]
     if settings.fail_on == "regression" and baseline is not None:

@@ -150,6 +150,21 @@ def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str, min_n: int =
             "min_n": min_n, "status": status, "passed": passed, "ppi": ppi}
 
 
+def with_sequential(result: dict[str, Any], decision: dict[str, Any] | None
+                    ) -> dict[str, Any]:
+    """A gate's verdict as its confidence sequence decided it (``--ragbench-sequential``).
+
+    Undecided gates keep the verdict of the usual check on every item run.
+    """
+    if decision is None or decision.get("status") not in ("passed", "missed"):
+        return result
+    side = "cs_high" if result["direction"] == "lower" else "cs_low"
+    return {**result, "passed": decision["status"] == "passed", "status": "checked",
+            "value": decision[side], "method": decision["method"],
+            "sequential": {k: decision.get(k) for k in (
+                "decided_after", "n", "cs_low", "cs_high", "alpha", "mean")}}
+
+
 def _num(value: Any) -> str:
     return "-" if value is None else f"{value:.4g}"
 
@@ -180,7 +195,12 @@ def gate_line(result: dict[str, Any]) -> str:
         if result.get("ci_method"):
             shown += f" {result['ci_method']}"
     interval = f"mean {_num(result['mean'])}, {shown}, n={result['n']}"
-    if result["mode"] == "ci-lower":
+    if result.get("sequential"):
+        seq = result["sequential"]
+        checked = (f"confidence sequence [{_num(seq['cs_low'])}, {_num(seq['cs_high'])}] "
+                   f"after {seq['n']} values, alpha {seq['alpha']:.3g}, decided after "
+                   f"{seq['decided_after']} items; ")
+    elif result["mode"] == "ci-lower":
         side = "upper" if result["direction"] == "lower" else "lower"
         how = f" ({result['method']})" if result.get("method") else ""
         checked = f"95% CI {side} bound {_num(result['value'])}{how}; "

@@ -78,6 +78,7 @@ class RagbenchSession:
         # ragbench item this session collected (none of them runs)
         self.merged: Any = None
         self.merge_collected: dict[str, int] | None = None
+        self.sequential: Any = None  # --ragbench-sequential: run/sequential.SequentialRun
 
     # -- the run --------------------------------------------------------------------------
 
@@ -110,10 +111,16 @@ class RagbenchSession:
         """Node ids whose records the resumed run already has: they are not run again."""
         return frozenset(self.resume.kept) if self.resume is not None else frozenset()
 
-    def _items_known(self, nodeids: set[str]) -> None:
+    def _items_known(self, nodeids: set[str], kinds: set[str] | None = None) -> None:
         """The session's ragbench items are known: open the journal, take over SIGTERM."""
         first = self.selected is None
         self.selected = (self.selected or set()) | nodeids
+        if first and self.sequential is not None and kinds is not None:
+            sequential, found = self.sequential, kinds
+            kept = self.resume.kept.values() if self.resume is not None else ()
+            journal = self.journal.path if self.journal is not None else None
+            self._guard("starting the sequential gates",
+                        lambda: sequential.begin(self.gates, found, kept, journal))
         if not first or not (nodeids or self.resume is not None) \
                 or self.config.option.collectonly:
             return
@@ -130,8 +137,10 @@ class RagbenchSession:
         if self.merge_collected is not None:  # merging shards: every item, none run here
             self._items_known(set(self.merge_collected))
             return
-        self._items_known({item.nodeid for item in session.items
-                           if hasattr(item, "record_for_report")})
+        ours = [item for item in session.items if hasattr(item, "record_for_report")]
+        self._items_known({item.nodeid for item in ours},
+                          {str(getattr(item.item_kind, "name", "")) for item in ours
+                           if hasattr(item, "item_kind")})
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Any) -> None:
@@ -139,7 +148,8 @@ class RagbenchSession:
         first = self.selected is None
         kinds = registry(self.config)
         named = {nodeid: kinds.parse_nodeid(nodeid) for nodeid in ids}
-        self._items_known({nodeid for nodeid, found in named.items() if found is not None})
+        self._items_known({nodeid for nodeid, found in named.items() if found is not None},
+                          {found.kind for found in named.values() if found is not None})
         if first and self.selected and self.write_files and self.resume is None \
                 and not self.config.option.collectonly:
             from pytest_ragbench.run.plots_ahead import PlotsAhead
@@ -194,7 +204,11 @@ class RagbenchSession:
         """Keep the record carried by a report; a crashed worker's item becomes ``lost``."""
         data = getattr(report, REPORT_ATTRIBUTE, None)
         if isinstance(data, dict):
+            first = report.nodeid not in self.records
             self.records[report.nodeid] = ItemRecord.from_dict(data)
+            if first and self.sequential is not None:
+                self._guard("deciding the gates sequentially",
+                            lambda: self.sequential.arrived(self.records[report.nodeid]))
             if self.plots_ahead is not None:
                 self._guard("drawing plots ahead", lambda: self.plots_ahead.arrived(
                     self.records[report.nodeid]))
@@ -246,6 +260,8 @@ class RagbenchSession:
         self.signals.reporting = True
         ahead = self._guard("drawing plots ahead", self._plots_drawn_ahead)
         self._guard("reading the run's journal", self._merge_journal)
+        if self.sequential is not None and self.selected is not None:  # not needed, not lost
+            self.selected -= self.sequential.not_needed_ids()
         self.status = run_status(
             self.selected, set(self.records),
             interrupted=session.exitstatus == pytest.ExitCode.INTERRUPTED,
@@ -442,12 +458,26 @@ class RagbenchSession:
                                         for s in self.merged.shards],
                              "missing": self.merged.missing_shards()}
         run["exit_status"] = int(session.exitstatus)
+        sequential = self.sequential
+        if sequential is not None:
+            from pytest_ragbench.run import sequential as sequential_mod
+
+            data = sequential.section_data(records)
+            run["sequential"] = {k: data[k] for k in ("items_run", "items_not_needed",
+                                                      "decided_after")}
+
+        def report_sections(typed: Any) -> list[Any]:
+            found = sections.from_hook(self.config, typed, self.problems)
+            if sequential is not None:
+                found = [sequential_mod.report_section(data), *found]
+            return found
+
         self.results = document_mod.assemble(
             records, settings, run=run,
             components=components_mod.ordered(found), baseline=self.baseline,
-            gate_list=gate_list, labels=self.labels,
-            report_sections=lambda typed: sections.from_hook(self.config, typed,
-                                                             self.problems))
+            gate_list=gate_list, labels=self.labels, report_sections=report_sections,
+            sequential=sequential.gates.decisions()
+            if sequential is not None and sequential.gates is not None else None)
         if settings is not self.settings:  # the shard's own settings, as given
             self.results.config["gate"] = self.settings.gate
         self.problems += self.results.problems
