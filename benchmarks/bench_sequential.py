@@ -10,7 +10,7 @@ interval of all N values (Clopper-Pearson for 0/1 values, the betting bound for 
 as ``--ragbench-gate ci-lower`` does.
 
     python benchmarks/bench_sequential.py            # 300 runs per row
-    python benchmarks/bench_sequential.py --runs 2000
+    python benchmarks/bench_sequential.py --runs 2000 --only "at the bound"
 
 Printed per row: the sequential error (any wrong decision among the gates decided), the
 share of runs where every gate was decided before N, the median and 90th percentile of
@@ -98,6 +98,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--seed", type=int, default=20261128)
+    parser.add_argument("--only", default="", help="rows whose name contains this text")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
@@ -108,6 +109,8 @@ def main() -> None:
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))
     for name, metrics in ROWS:
+        if args.only not in name:
+            continue
         results = [one_run(metrics, rng) for _ in range(args.runs)]
         errors = sum(r[0] for r in results) / args.runs
         decided = sum(r[1] for r in results) / args.runs
