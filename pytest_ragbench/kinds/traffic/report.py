@@ -229,6 +229,7 @@ def checks(traffic: dict[str, Any]) -> list[Any]:
 
 def window_plot(traffic: dict[str, Any]) -> Any:
     """Each metric over the windows: the estimate and its 95% interval as a band."""
+    # lazy: the classes of the current sections module (pytester may re-import it)
     from pytest_ragbench.results.sections import BandPanel, BandPlot
 
     cells = {m: [w["metrics"].get(m) or {} for w in traffic["windows"]]
