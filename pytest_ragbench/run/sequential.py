@@ -219,8 +219,6 @@ class SequentialGates:
 
     def _expand(self, record: ItemRecord) -> None:
         """A gate on ``x@k``: one track per k the first matching record recorded."""
-        import dataclasses
-
         from pytest_ragbench.results.aggregate import direction, metric_range
         from pytest_ragbench.results.gates import at_recorded_k
 
@@ -234,7 +232,6 @@ class SequentialGates:
                 continue
             del self.pending[key]
             for concrete in found:
-                concrete = dataclasses.replace(concrete)
                 low, high = metric_range(concrete.metric)
                 self.tracks[(name, concrete.metric, system)] = Track(
                     concrete, system, alpha / len(found), low, high,
