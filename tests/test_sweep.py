@@ -173,6 +173,13 @@ def pytest_ragbench_systems(config):
     assert best["objectives"][0]["objective"] == "vector.answered"
     # Every echo answers without a model; its seconds are the plugin's timing of the call.
     assert all(row["model_calls"] == 0 and row["latency_s"] < 1 for row in best["pareto"])
+    # report.html: the rankings, the Pareto table and its plot.
+    page = project.html()
+    section = page[page.index("<h2 id=best>"):]
+    assert "recommended configuration: echo[words=2,shout=false]" in section
+    assert "<h3>vector.answered</h3>" in section and "<h3>Quality against cost</h3>" in section
+    assert section.index("Quality against cost") < section.index('src="data:image/png;base64,')
+    assert '<a href="#best">Best</a>' in page
 
 
 # -- a real sweep of the embedded system ---------------------------------------------------------
