@@ -6,7 +6,7 @@ import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -419,10 +419,8 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         case_paths=case_paths,
         db_url=db_url,
         dbs=_parse_dbs(config.getini("ragbench_dbs"), rootpath),
-        systems=tuple(dict.fromkeys([*_csv(options.value(config, "ragbench_systems")),
-                                     *tuning["extra_systems"]])),
-        sweep=tuning["sweep"], configurations=tuning["configurations"],
-        chosen=tuning["chosen"], objectives=tuning["objectives"],
+        systems=_csv(options.value(config, "ragbench_systems")),
+        sweep=tuning["sweep"], chosen=tuning["chosen"], objectives=tuning["objectives"],
         llm_url=options.value(config, "ragbench_llm_url") or None,
         llm_model=env_setting(config, "ragbench_llm_model") or None,
         judge_url=options.value(config, "ragbench_judge_url") or None,
@@ -478,9 +476,10 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
 
 
 def _tuning(config: pytest.Config, case_paths: Sequence[Path]) -> dict[str, Any]:
-    """The sweep, its configurations, ``--ragbench-config-from`` and the objectives.
+    """The sweep, ``--ragbench-config-from`` and the objectives.
 
-    Nothing is imported unless a sweep, a base file or an objective is given.
+    Nothing is imported unless a sweep or a base file is given. The configurations (which
+    need the system factories) are added by the plugin: :func:`with_configurations`.
     """
     objectives = tuple(dict.fromkeys(
         o.strip() for raw in (options.value(config, "ragbench_objective") or ())
@@ -497,18 +496,23 @@ def _tuning(config: pytest.Config, case_paths: Sequence[Path]) -> dict[str, Any]
                     dict.fromkeys([rootpath, *(p.resolve() for p in case_paths)]))]
     if not flags and chosen_path is None \
             and not any(_mentions_sweep(path) for path, _ in candidates):
-        return {"sweep": None, "configurations": (), "chosen": None, "extra_systems": (),
-                "objectives": objectives}
+            return {"sweep": None, "chosen": None, "objectives": objectives}
+    # lazy: TOML reading is for sessions that sweep
     from pytest_ragbench.config import sweep as sweeps
-    from pytest_ragbench.systems.sweep import expand
 
     chosen = sweeps.read_config_from(chosen_path) if chosen_path is not None else None
     tables = [t for path, keys in candidates
               if (t := sweeps.read_file_table(path, keys)) is not None]
     sweep = sweeps.combine(tables, flags, chosen)
-    configurations, extra = expand(config, sweep, chosen)
-    return {"sweep": sweep, "configurations": configurations, "chosen": chosen,
-            "extra_systems": extra, "objectives": objectives}
+    return {"sweep": sweep, "chosen": chosen, "objectives": objectives}
+
+
+def with_configurations(settings: RagbenchConfig,
+                        configurations: Sequence[Configuration]) -> RagbenchConfig:
+    """``settings`` with a sweep's configurations, run as named systems after ``systems``."""
+    names = [c.name for c in configurations]
+    return replace(settings, configurations=tuple(configurations),
+                               systems=tuple(dict.fromkeys([*settings.systems, *names])))
 
 
 def _mentions_sweep(path: Path) -> bool:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_ragbench.errors import ConfigError, short_repr
+from pytest_ragbench.errors import ConfigError, did_you_mean, short_repr
 
 EMBEDDED = "embedded"
 MODES = ("grid", "one-at-a-time")
@@ -283,8 +283,6 @@ def check_parameters(sweep: Sweep, accepted: Sequence[str] | None, described: st
     """ConfigError for a parameter the factory does not take (``accepted`` None: any)."""
     if accepted is None:
         return
-    from pytest_ragbench.errors import did_you_mean
-
     for name in [*sweep.params, *sweep.base]:
         if name not in accepted:
             where = sweep.where.get(name, "[sweep.base]")

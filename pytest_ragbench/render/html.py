@@ -437,6 +437,7 @@ def best_section(document: dict[str, Any], page: Page) -> str:
     best = document.get("best")
     if not best:
         return ""
+    # lazy: only a sweep's report has this section
     from pytest_ragbench.render import best as best_text
 
     parts = ["<h2 id=best>Best configuration</h2>",

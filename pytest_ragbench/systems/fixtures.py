@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_ragbench.config.settings import CONFIG_KEY, get_config
+from pytest_ragbench.config.sweep import EMBEDDED, Configuration
 from pytest_ragbench.errors import ConfigError, RagbenchError
 from pytest_ragbench.systems.components import describe as describe_component
 from pytest_ragbench.systems.components import set_component
@@ -319,7 +320,7 @@ def ragbench_system(request: pytest.FixtureRequest) -> System:
     if get_config(request.config).system_url:
         return service_system(request)
     chosen = get_config(request.config).chosen  # --ragbench-config-from's configuration
-    params = chosen.params if chosen is not None and chosen.system == "embedded" else {}
+    params = chosen.params if chosen is not None and chosen.system == EMBEDDED else {}
     system = embedded_system(request, **params)
     _record(request, "system", system)
     return system
@@ -499,6 +500,7 @@ BUILTIN_SYSTEMS = {
     "qdrant_bm25": "the embedded system on Qdrant's BM25 sparse vectors (IDF in the engine)",
     "default": "ragbench_system (the embedded system, or your override of it)",
 }
+EMBEDDED_RETRIEVERS = ("dense", "bm25", "hybrid")  # the embedded system on one retriever
 # A name becomes part of node ids (``vector[<system>-<id>]``): no '-', '[', ']' or spaces.
 _SYSTEM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]*$")
 _BUILD_FAILURES = (Exception, pytest.skip.Exception, pytest.fail.Exception)
@@ -533,12 +535,19 @@ def system_factories(config: pytest.Config, with_configurations: bool = True
             registered.add(name)
             factories[name] = factory
     if with_configurations and CONFIG_KEY in config.stash:
-        from pytest_ragbench.systems.sweep import configuration_factory
-
         plain = dict(factories)
         for configuration in get_config(config).configurations:
             factories[configuration.name] = configuration_factory(configuration, plain)
     return factories
+
+
+def configuration_factory(configuration: Configuration, factories: dict[str, SystemFactory]
+                          ) -> SystemFactory:
+    """The factory of a sweep's configuration: its system's, with its keyword parameters."""
+    params: dict[str, Any] = dict(configuration.params)
+    if configuration.system == EMBEDDED:
+        return functools.partial(embedded_system, **params)
+    return functools.partial(factories[configuration.system], **params)
 
 
 _WITHOUT_ANSWER_FROM = pytest.StashKey[frozenset[str]]()
@@ -553,12 +562,12 @@ def without_answer_from(config: pytest.Config) -> frozenset[str]:
     """
     if _WITHOUT_ANSWER_FROM not in config.stash:
         factories = system_factories(config, with_configurations=False)
-        embedded = {"embedded", *(name for name in ("dense", "bm25", "hybrid")
+        embedded = {EMBEDDED, *(name for name in EMBEDDED_RETRIEVERS
                                   if isinstance(factories.get(name), functools.partial))}
         swept = [c.name for c in get_config(config).configurations if c.system in embedded] \
             if CONFIG_KEY in config.stash else []
         config.stash[_WITHOUT_ANSWER_FROM] = frozenset(
-            [*(embedded - {"embedded"}), *swept])
+            [*(embedded - {EMBEDDED}), *swept])
     return config.stash[_WITHOUT_ANSWER_FROM]
 
 

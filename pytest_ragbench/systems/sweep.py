@@ -12,24 +12,37 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_ragbench.config.sweep import EMBEDDED, Configuration, Scalar, Sweep, config_name
+from pytest_ragbench.config.sweep import (
+    CONFIG_FROM,
+    EMBEDDED,
+    Configuration,
+    Scalar,
+    Sweep,
+    check_parameters,
+    config_name,
+)
 from pytest_ragbench.errors import ConfigError
+from pytest_ragbench.systems.fixtures import (
+    BUILTIN_SYSTEMS,
+    EMBEDDED_RETRIEVERS,
+    known_systems,
+    system_factories,
+)
 
 if TYPE_CHECKING:
     from pytest_ragbench.config.sweep import Chosen
 
-EMBEDDED_RETRIEVERS = ("dense", "bm25", "hybrid")  # built-in systems that take parameters
 # EmbeddedSystem's keyword parameters that the fixtures set themselves
 _SET_BY_FIXTURES = ("no_generator_reason", "speller")
 
 
 def embedded_parameters() -> dict[str, Any]:
     """The embedded system's keyword parameters and their defaults (``inspect.Parameter.empty``)."""
+    # lazy: systems/default.py is the embedded system itself, imported when it is swept
     from pytest_ragbench.systems.default import EmbeddedSystem
 
     signature = inspect.signature(EmbeddedSystem.__init__)
@@ -43,8 +56,6 @@ def takes_parameters(config: pytest.Config, system: str) -> tuple[list[str] | No
 
     ConfigError for a system that is unknown or takes none.
     """
-    from pytest_ragbench.systems.fixtures import BUILTIN_SYSTEMS, known_systems, system_factories
-
     factories = system_factories(config, with_configurations=False)
     factory = factories.get(system)
     builtin = system == EMBEDDED or (system in BUILTIN_SYSTEMS
@@ -77,40 +88,23 @@ def takes_parameters(config: pytest.Config, system: str) -> tuple[list[str] | No
 
 
 def expand(config: pytest.Config, sweep: Sweep | None, chosen: Chosen | None
-           ) -> tuple[tuple[Configuration, ...], tuple[str, ...]]:
-    """The configurations to run and their system names (``--ragbench-systems`` joins them).
+           ) -> tuple[Configuration, ...]:
+    """The configurations to run, each as a named system (``--ragbench-systems`` joins them).
 
     Without a sweep, a ``--ragbench-config-from`` of the embedded system configures
     ``ragbench_system`` itself (no named system); of another system, it runs as the one
     named configuration.
     """
-    from pytest_ragbench.config.sweep import CONFIG_FROM, check_parameters
-
     if sweep is None:
         if chosen is None:
-            return (), ()
+            return ()
         accepted, _ = takes_parameters(config, chosen.system)
         check_parameters(Sweep(chosen.system, base=chosen.params), accepted,
                          f"{CONFIG_FROM}={chosen.path}: system {chosen.system!r}")
         if chosen.system == EMBEDDED:
-            return (), ()
-        one = Configuration(config_name(chosen.system, chosen.params), chosen.system,
-                            dict(chosen.params), default=True)
-        return (one,), (one.name,)
+            return ()
+        return (Configuration(config_name(chosen.system, chosen.params), chosen.system,
+                              dict(chosen.params), default=True),)
     accepted, defaults = takes_parameters(config, sweep.system)
     check_parameters(sweep, accepted, f"system {sweep.system!r}")
-    configurations = tuple(sweep.configurations(defaults))
-    return configurations, tuple(c.name for c in configurations)
-
-
-def configuration_factory(configuration: Configuration,
-                          factories: dict[str, Callable[..., Any]]
-                          ) -> Callable[[pytest.FixtureRequest], Any]:
-    """The factory of one configuration: its system's factory with its keyword parameters."""
-    if configuration.system == EMBEDDED:
-        from pytest_ragbench.systems.fixtures import embedded_system
-
-        params: dict[str, Any] = dict(configuration.params)
-        return functools.partial(embedded_system, **params)
-    base = factories[configuration.system]
-    return functools.partial(base, **configuration.params)
+    return tuple(sweep.configurations(defaults))
