@@ -83,6 +83,12 @@ def pytest_configure(config: pytest.Config) -> None:
     register_environment()  # the secrets: masked in everything written or printed
     try:
         settings = build_config(config)
+        if settings.sweep is not None or settings.chosen is not None:
+            from pytest_ragbench.config.settings import with_configurations
+            from pytest_ragbench.systems.sweep import expand
+
+            settings = with_configurations(settings, expand(config, settings.sweep,
+                                                            settings.chosen))
         register_urls(settings.urls())
         kinds = registry(config)
         if not hasattr(config, "workerinput") and (settings.thresholds or settings.gates

@@ -133,6 +133,15 @@ OPTIONS: tuple[Option, ...] = (
            "SLURM_ARRAY_TASK_COUNT); gates are decided when the shards are merged"),
     Option("--ragbench-shard-durations", "balance the shards by the mean duration of each "
            "item kind in this saved run or results.json (the same file on every machine)"),
+    # Choosing the best configuration (README "Sweeps: choosing the best configuration")
+    Option("--ragbench-sweep", "sweep a keyword parameter of the embedded system (or the "
+           "[sweep] system): 'top_k=3,5,10'; repeatable; each configuration runs as a named "
+           "system", ini=False, action="append"),
+    Option("--ragbench-objective", "a metric the best configuration is chosen by, as "
+           "kind.metric; repeatable (default: the gated metrics)", type="linelist",
+           default=[], action="append"),
+    Option("--ragbench-config-from", "the base configuration (a report's best.toml): the "
+           "default of a sweep, and without one the configuration the run evaluates"),
     Option("--ragbench-merge", "report on the records of these shard report folders instead "
            "of running the items (what `ragbench merge` runs)",
            type="args", default=[], action="extend", ini=False),
@@ -197,6 +206,8 @@ def register(parser: pytest.Parser) -> None:
         kwargs: dict[str, Any] = {"dest": opt.dest, "help": opt.help}
         if opt.action == "store_true":
             kwargs.update(action="store_true", default=None)
+        elif opt.action == "append":
+            kwargs.update(action="append", default=None, metavar=opt.dest.upper().split("_", 1)[1])
         elif opt.action == "extend":
             kwargs.update(action="extend", nargs="+", default=None, metavar="PATH")
         else:

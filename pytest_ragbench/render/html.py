@@ -38,7 +38,7 @@ from pytest_ragbench.results.gates import gate_line, regression_line
 CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
        "script-src 'unsafe-inline'")
 NAV = (("verdict", "Verdict"), ("judge", "Judge"), ("gates", "Gates"), ("results", "Results"),
-       ("comparisons", "Comparisons"), ("plots", "Plots"), ("items", "Items"),
+       ("comparisons", "Comparisons"), ("best", "Best"), ("plots", "Plots"), ("items", "Items"),
        ("components", "Components"), ("run", "Run"))
 
 
@@ -432,6 +432,35 @@ class DrawnPlots:
     problems: tuple[str, ...] = ()
 
 
+def best_section(document: dict[str, Any], page: Page) -> str:
+    """A sweep's best configuration: each objective's ranking, the Pareto table and plot."""
+    best = document.get("best")
+    if not best:
+        return ""
+    # lazy: only a sweep's report has this section
+    from pytest_ragbench.render import best as best_text
+
+    parts = ["<h2 id=best>Best configuration</h2>",
+             "<p class=meta>Multiple comparisons with the best: each configuration against "
+             "the best by the paired test, k − 1 comparisons Holm-corrected at 0.05; the "
+             "best set is every configuration not significantly worse than the best.</p>"]
+    parts += [f"<p>{esc(line.strip())}</p>" for line in best_text.recommended_lines(best)]
+    for objective in best.get("objectives") or ():
+        parts.append(f"<h3>{esc(objective['objective'])}</h3>")
+        rows = best_text.ranking_rows(objective)
+        if len(rows) > 1:
+            marks = [[""] * (len(row) - 1) + ["good" if row[-1] == "yes" else "bad"]
+                     for row in rows[1:]]
+            parts.append(table(rows[0], rows[1:], marks))
+        elif objective.get("note"):
+            parts.append(f"<p class=note>{esc(objective['note'])}</p>")
+    if best.get("pareto"):
+        parts.append("<h3>Quality against cost</h3>")
+        parts.append(_rows_table(best_text.pareto_rows(best)))
+        parts.append(page.plot("the Pareto front", functools.partial(plots.pareto_plot, best)))
+    return "".join(parts)
+
+
 def plot_inputs(document: dict[str, Any], kind: str, values: plots.Values) -> str:
     """Everything a kind's plots are drawn from, as one comparable text."""
     return json.dumps([(document.get("metrics") or {}).get(kind),
@@ -567,6 +596,7 @@ def render(document: dict[str, Any], problems: list[str] | None = None,
     page.add("the gates", lambda: gates_section(document))
     page.add("the results by kind", lambda: kind_tables(document, values))
     page.add("the comparisons", lambda: comparisons_section(document, page))
+    page.add("the best configuration", lambda: best_section(document, page))
     page.add("the plots", lambda: plots_section(document, values, page, plots_ahead))
     page.add("the items", lambda: drilldown.section(document))
     page.add("the components", lambda: components_section(document))

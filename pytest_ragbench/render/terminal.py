@@ -420,8 +420,18 @@ PARTS: tuple[tuple[str, Callable[[dict[str, Any]], list[str]]], ...] = (
     ("the breakdowns", breakdown_lines),
     ("the report sections", sections_lines),
     ("the usage tables", usage_lines), ("the components", components_lines),
-    ("the comparisons", comparison_lines), ("the gates", gate_lines),
+    ("the comparisons", comparison_lines), ("the best configuration", lambda d: _best_lines(d)),
+    ("the gates", gate_lines),
     ("the verdict", verdict_lines))
+
+
+def _best_lines(document: dict[str, Any]) -> list[str]:
+    if not document.get("best"):
+        return []
+    # lazy: only a sweep's report has this part
+    from pytest_ragbench.render import best
+
+    return best.lines(document)
 
 
 def _judging_lines(document: dict[str, Any]) -> list[str]:

@@ -23,7 +23,8 @@ KEPT_STATUSES = ("passed", "failed", "warning", "skipped")
 # Settings that do not change an item's record: they may differ in the resumed session.
 FREE_SETTINGS = frozenset({"concurrency", "cache_dir", "gate", "breakdown", "gates",
                            "gate_min_n", "cluster_by", "judge_labels", "timeout_s", "retries",
-                           "sql_timeout_s", "max_unscored", "max_reply_bytes"})
+                           "sql_timeout_s", "max_unscored", "max_reply_bytes",
+                           "sequential", "sequential_seed"})
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_ragbench.config.settings import get_config
+from pytest_ragbench.config.settings import CONFIG_KEY, get_config
+from pytest_ragbench.config.sweep import EMBEDDED, Configuration
 from pytest_ragbench.errors import ConfigError, RagbenchError
 from pytest_ragbench.systems.components import describe as describe_component
 from pytest_ragbench.systems.components import set_component
@@ -318,6 +319,20 @@ def ragbench_system(request: pytest.FixtureRequest) -> System:
     """
     if get_config(request.config).system_url:
         return service_system(request)
+    chosen = get_config(request.config).chosen  # --ragbench-config-from's configuration
+    params = chosen.params if chosen is not None and chosen.system == EMBEDDED else {}
+    system = embedded_system(request, **params)
+    _record(request, "system", system)
+    return system
+
+
+def embedded_system(request: pytest.FixtureRequest, **params: Any) -> System:
+    """The embedded system on ``ragbench_retriever`` and ``ragbench_llm``, with ``params``.
+
+    ``params`` are :class:`~pytest_ragbench.systems.default.EmbeddedSystem`'s keyword
+    parameters (a sweep's configuration); every call shares the session's retriever, its
+    index and the generator.
+    """
     from pytest_ragbench.systems.checks import require
     from pytest_ragbench.systems.default import EmbeddedSystem
 
@@ -327,11 +342,9 @@ def ragbench_system(request: pytest.FixtureRequest) -> System:
     generator, reason = _generator(request)
     if generator is not None:
         require(request, "ragbench_llm", generator)
-    system = EmbeddedSystem(ragbench_retriever, generator, no_generator_reason=reason,
-                            speller=corpus_speller(request, ragbench_retriever),
-                            max_tokens=_max_tokens(request), **_top_k(request))
-    _record(request, "system", system)
-    return system
+    settings = {"max_tokens": _max_tokens(request), **_top_k(request), **params}
+    return EmbeddedSystem(ragbench_retriever, generator, no_generator_reason=reason,
+                          speller=corpus_speller(request, ragbench_retriever), **settings)
 
 
 def service_system(request: pytest.FixtureRequest) -> System:
@@ -487,16 +500,20 @@ BUILTIN_SYSTEMS = {
     "qdrant_bm25": "the embedded system on Qdrant's BM25 sparse vectors (IDF in the engine)",
     "default": "ragbench_system (the embedded system, or your override of it)",
 }
+EMBEDDED_RETRIEVERS = ("dense", "bm25", "hybrid")  # the embedded system on one retriever
 # A name becomes part of node ids (``vector[<system>-<id>]``): no '-', '[', ']' or spaces.
 _SYSTEM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]*$")
 _BUILD_FAILURES = (Exception, pytest.skip.Exception, pytest.fail.Exception)
 
 
-def system_factories(config: pytest.Config) -> dict[str, SystemFactory]:
-    """The named systems: the built-in ones, then those of ``pytest_ragbench_systems`` hooks.
+def system_factories(config: pytest.Config, with_configurations: bool = True
+                     ) -> dict[str, SystemFactory]:
+    """The named systems: the built-in ones, those of ``pytest_ragbench_systems`` hooks, a sweep's.
 
     A registered name replaces a built-in one; the same name from two hooks, a name
     that cannot be part of a node id, or a factory that is not callable is a ConfigError.
+    ``with_configurations``: add the configurations of the session's sweep
+    (``embedded[top_k=3]``: config/sweep.py).
     """
     factories: dict[str, SystemFactory] = {
         name: functools.partial(_builtin_system, name) for name in BUILTIN_SYSTEMS}
@@ -517,7 +534,20 @@ def system_factories(config: pytest.Config) -> dict[str, SystemFactory]:
                                   "callable (expected factory(request) -> system)")
             registered.add(name)
             factories[name] = factory
+    if with_configurations and CONFIG_KEY in config.stash:
+        plain = dict(factories)
+        for configuration in get_config(config).configurations:
+            factories[configuration.name] = configuration_factory(configuration, plain)
     return factories
+
+
+def configuration_factory(configuration: Configuration, factories: dict[str, SystemFactory]
+                          ) -> SystemFactory:
+    """The factory of a sweep's configuration: its system's, with its keyword parameters."""
+    params: dict[str, Any] = dict(configuration.params)
+    if configuration.system == EMBEDDED:
+        return functools.partial(embedded_system, **params)
+    return functools.partial(factories[configuration.system], **params)
 
 
 _WITHOUT_ANSWER_FROM = pytest.StashKey[frozenset[str]]()
@@ -531,10 +561,13 @@ def without_answer_from(config: pytest.Config) -> frozenset[str]:
     Registered systems and ``default`` are only known once built (kinds/passages.py).
     """
     if _WITHOUT_ANSWER_FROM not in config.stash:
-        factories = system_factories(config)
+        factories = system_factories(config, with_configurations=False)
+        embedded = {EMBEDDED, *(name for name in EMBEDDED_RETRIEVERS
+                                  if isinstance(factories.get(name), functools.partial))}
+        swept = [c.name for c in get_config(config).configurations if c.system in embedded] \
+            if CONFIG_KEY in config.stash else []
         config.stash[_WITHOUT_ANSWER_FROM] = frozenset(
-            name for name in ("dense", "bm25", "hybrid")
-            if isinstance(factories.get(name), functools.partial))
+            [*(embedded - {EMBEDDED}), *swept])
     return config.stash[_WITHOUT_ANSWER_FROM]
 
 
@@ -636,17 +669,20 @@ def ragbench_named_systems(request: pytest.FixtureRequest,
     return named
 
 
-def _builtin_system(name: str, request: pytest.FixtureRequest) -> Any:
-    """``default`` is ``ragbench_system``; the others the embedded system with one retriever."""
+def _builtin_system(name: str, request: pytest.FixtureRequest, **params: Any) -> Any:
+    """``default`` is ``ragbench_system``; the others the embedded system with one retriever.
+
+    ``params``: the embedded system's keyword parameters (a sweep's configuration).
+    """
     if name == "default":
         return request.getfixturevalue("ragbench_system")
     from pytest_ragbench.systems.default import EmbeddedSystem
 
     retriever = builtin_retriever(request, name)
     generator, reason = _generator(request)
+    settings = {"max_tokens": _max_tokens(request), **_top_k(request), **params}
     return EmbeddedSystem(retriever, generator, no_generator_reason=reason,
-                          speller=corpus_speller(request, retriever),
-                          max_tokens=_max_tokens(request), **_top_k(request))
+                          speller=corpus_speller(request, retriever), **settings)
 
 
 _BUILTIN_RETRIEVERS = pytest.StashKey[dict[str, Any]]()
