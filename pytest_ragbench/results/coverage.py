@@ -44,6 +44,7 @@ _ANSWER_METRICS = frozenset({
     "keyword_overlap",
     "lexical_faithfulness", "accuracy", "fact_recall", "value_recall", "execution_match",
     "correct", "faithfulness", "answer_relevancy"})
+_NO_ANSWER_KINDS = frozenset({"memory"})
 _SOURCE_TEXT = {FACTS: "answers by facts", JUDGE: "answers by a judge",
                 DATA: "answers by ground-truth data",
                 EXACT: "answers by exact match with the reference", REFUSALS: "refusals",
@@ -160,7 +161,10 @@ def section(document: dict[str, Any]) -> dict[str, Any]:
             bucket = {HOW_ITEM: entry.by_item, HOW_MEAN: entry.by_mean,
                       HOW_RECORDED: entry.recorded}[how]
             bucket[source] = bucket.get(source, 0) + 1
-        if names & _ANSWER_METRICS and "declined" not in names:  # a refusal has no facts
+        # a refusal has no facts; a memory scenario no answer (its keyword_overlap is of
+        # the query's keywords in the memories retrieved)
+        if names & _ANSWER_METRICS and "declined" not in names \
+                and item.get("kind") not in _NO_ANSWER_KINDS:
             entry.answer_items += 1
             checked = [s for s in ANSWER_SOURCES if sources.get(s) in (HOW_ITEM, HOW_MEAN)]
             if not checked and not any(s in sources for s in ANSWER_SOURCES):
