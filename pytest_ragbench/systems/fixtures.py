@@ -110,14 +110,22 @@ def ragbench_loop() -> Iterator[LoopThread]:
 
 @pytest.fixture(scope="session")
 def ragbench_embedder(request: pytest.FixtureRequest, ragbench_cache: Caches) -> Embedder:
-    """all-MiniLM-L6-v2 on CPU, batched, with the persistent embedding cache."""
+    """all-MiniLM-L6-v2 on CPU, batched, with the persistent embedding cache.
+
+    Ini ``ragbench_embedding_model`` names another model (a folder or a cached id) and
+    ``ragbench_device`` where it runs; the model id keys the cached vectors and indexes.
+    """
     problem = embed_problem()
     if problem:
         pytest.skip(problem)
     # lazy: loads numpy
+    from pytest_ragbench.config.tuning import device_setting, embedding_model_setting
     from pytest_ragbench.systems.embedder import SentenceTransformerEmbedder
 
-    embedder = SentenceTransformerEmbedder(cache=ragbench_cache.embeddings)
+    path, model_id = embedding_model_setting(request.config)
+    embedder = SentenceTransformerEmbedder(path, model_id=model_id,
+                                           cache=ragbench_cache.embeddings,
+                                           device=device_setting(request.config))
     _record(request, "embedder", embedder)
     return embedder
 
@@ -149,9 +157,14 @@ def ragbench_retriever(request: pytest.FixtureRequest, ragbench_embedder: Embedd
 
         retriever: Retriever = qdrant_retriever(request, ragbench_corpus)
     else:
+        from pytest_ragbench.config.tuning import fusion_weight_setting
+
         index_type = index_type_for(ragbench_corpus)
+        weight = fusion_weight_setting(request.config)
         retriever = default_retriever(ragbench_embedder, index_type=index_type,
-                                      index_dir=ragbench_cache.index_dir)
+                                      index_dir=ragbench_cache.index_dir,
+                                      fusion="rrf" if weight is None else "weighted",
+                                      weight=0.5 if weight is None else weight)
         index_with_progress(request.config, retriever, ragbench_corpus, ragbench_embedder)
     _record(request, "retriever", retriever)
     return retriever
@@ -329,7 +342,7 @@ def ragbench_system(request: pytest.FixtureRequest) -> System:
         require(request, "ragbench_llm", generator)
     system = EmbeddedSystem(ragbench_retriever, generator, no_generator_reason=reason,
                             speller=corpus_speller(request, ragbench_retriever),
-                            max_tokens=_max_tokens(request), **_top_k(request))
+                            max_tokens=_max_tokens(request), **embedded_options(request))
     _record(request, "system", system)
     return system
 
@@ -358,6 +371,17 @@ def _top_k(request: pytest.FixtureRequest) -> dict[str, int]:
     """The embedded system's ``top_k``: ini ``ragbench_k`` when set, else its default (5)."""
     k = get_config(request.config).k
     return {"top_k": k} if k else {}
+
+
+def embedded_options(request: pytest.FixtureRequest, **params: Any) -> dict[str, Any]:
+    """The embedded system's keyword parameters from the ini file, ``params`` on top.
+
+    ``top_k`` (ini ``ragbench_k``) and seed 004's knobs (``tuning.knob_settings``); a key
+    not set in the ini file is left out, so the system's own default holds.
+    """
+    from pytest_ragbench.config.tuning import knob_settings
+
+    return {**_top_k(request), **knob_settings(request.config), **params}
 
 
 def _max_tokens(request: pytest.FixtureRequest) -> int:
@@ -640,13 +664,51 @@ def _builtin_system(name: str, request: pytest.FixtureRequest) -> Any:
     """``default`` is ``ragbench_system``; the others the embedded system with one retriever."""
     if name == "default":
         return request.getfixturevalue("ragbench_system")
+
+    return embedded_system(request, name)
+
+
+def embedded_system(request: pytest.FixtureRequest, retriever: str = "hybrid", *,
+                    fusion_weight: float | None = None, **params: Any) -> Any:
+    """The embedded system over a built-in retriever, its keyword parameters on top of the ini.
+
+    ``retriever``: ``dense``, ``bm25``, ``hybrid``, ``graph`` or ``qdrant*``;
+    ``fusion_weight`` (the dense share of a weighted hybrid fusion, else RRF; ini
+    ``ragbench_fusion_weight``) and every keyword of :class:`.default.EmbeddedSystem`
+    (``top_k``, ``min_score``, ``rerank``, ...). Indexes are shared: only the fusion
+    differs between two hybrid systems, and no knob re-embeds anything.
+    """
+    from pytest_ragbench.config.tuning import fusion_weight_setting
     from pytest_ragbench.systems.default import EmbeddedSystem
 
-    retriever = builtin_retriever(request, name)
+    if fusion_weight is None:
+        fusion_weight = fusion_weight_setting(request.config)
+    if fusion_weight is not None and retriever != "hybrid":
+        raise ConfigError(f"fusion_weight applies to the hybrid retriever, not {retriever!r}")
+    built = builtin_retriever(request, retriever) if fusion_weight is None \
+        else weighted_hybrid(request, fusion_weight)
     generator, reason = _generator(request)
-    return EmbeddedSystem(retriever, generator, no_generator_reason=reason,
-                          speller=corpus_speller(request, retriever),
-                          max_tokens=_max_tokens(request), **_top_k(request))
+    return EmbeddedSystem(built, generator, no_generator_reason=reason,
+                          speller=corpus_speller(request, built),
+                          max_tokens=_max_tokens(request), **embedded_options(request, **params))
+
+
+def weighted_hybrid(request: pytest.FixtureRequest, weight: float) -> Any:
+    """The built-in dense and BM25 retrievers fused by a weighted sum (``weight``: dense)."""
+    # lazy: loads numpy
+    from pytest_ragbench.systems.retrievers import HybridRetriever
+
+    built = request.config.stash.setdefault(_BUILTIN_RETRIEVERS, {})
+    key = f"hybrid:weighted:{weight!r}"
+    if key not in built:
+        hybrid = HybridRetriever(builtin_retriever(request, "dense"),
+                                 builtin_retriever(request, "bm25"), fusion="weighted",
+                                 weight=weight)
+        # the parts are indexed already: this only adopts their documents
+        index_with_progress(request.config, hybrid, request.getfixturevalue("ragbench_corpus"),
+                            None)
+        built[key] = hybrid
+    return built[key]
 
 
 _BUILTIN_RETRIEVERS = pytest.StashKey[dict[str, Any]]()
