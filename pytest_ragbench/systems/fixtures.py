@@ -506,6 +506,7 @@ BUILTIN_SYSTEMS = {
     "dense": "the embedded system with a dense retriever (FAISS)",
     "bm25": "the embedded system with a BM25 retriever (bm25s)",
     "hybrid": "the embedded system with the hybrid retriever (dense + BM25, RRF)",
+    "graph": "the embedded system with graph retrieval (entity graph, personalized PageRank)",
     "qdrant": "the embedded system on Qdrant: dense + BM25 sparse vectors, RRF in the engine",
     "qdrant_dense": "the embedded system on Qdrant's dense vectors (exact search)",
     "qdrant_bm25": "the embedded system on Qdrant's BM25 sparse vectors (IDF in the engine)",
@@ -557,7 +558,7 @@ def without_answer_from(config: pytest.Config) -> frozenset[str]:
     if _WITHOUT_ANSWER_FROM not in config.stash:
         factories = system_factories(config)
         config.stash[_WITHOUT_ANSWER_FROM] = frozenset(
-            name for name in ("dense", "bm25", "hybrid")
+            name for name in ("dense", "bm25", "hybrid", "graph")
             if isinstance(factories.get(name), functools.partial))
     return config.stash[_WITHOUT_ANSWER_FROM]
 
@@ -752,9 +753,19 @@ def _build_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
 
             pytest.skip(f"bm25s not installed: {EMBED_EXTRA_HINT}")
         retriever = retrievers.BM25Retriever(index_dir=index_dir)
+    elif kind == "graph":
+        from pytest_ragbench.systems.graph import GraphRetriever
+
+        if importlib.util.find_spec("networkx") is None:
+            # lazy: loads numpy
+            from pytest_ragbench.systems.embedder import EMBED_EXTRA_HINT
+
+            pytest.skip(f"networkx not installed: {EMBED_EXTRA_HINT}")
+        # the dense retriever only for the embedded system's similarity decline
+        retriever = GraphRetriever(dense=builtin_retriever(request, "dense"))
     else:
-        raise ValueError(f"unknown built-in retriever {kind!r} (dense, bm25 or hybrid)")
-    if not corpus and kind != "hybrid":  # hybrid: dense and bm25 have warned already
+        raise ValueError(f"unknown built-in retriever {kind!r} (dense, bm25, hybrid or graph)")
+    if not corpus and kind not in ("hybrid", "graph"):  # dense and bm25 have warned already
         from pytest_ragbench.systems.corpus import CorpusWarning
 
         warnings.warn(f"the built-in system {kind!r} has no documents: set the ini key "
