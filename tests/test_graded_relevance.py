@@ -87,10 +87,10 @@ def test_memory_scenarios_report_top1_graded_ndcg_and_keyword_overlap(
 
 
 @pytest.mark.parametrize(("relevance", "message"), [
-    ("{1: 3}", "memory 1: grade 3 is not 0, 1 or 2"),
-    ("{7: 2}", "memory 7 is out of range: setup has 4 memories"),
-    ("{first: 2}", "memory 'first' is not an index into setup"),
-    ("[1, 2]", "expected a mapping of memory to a grade"),
+    ("{1: 3}", "setup index 1: grade 3 is not 0, 1 or 2"),
+    ("{7: 2}", "setup index 7 is out of range: setup has 4 memories"),
+    ("{first: 2}", "'first' is not an index into setup"),
+    ("[1, 2]", "expected a mapping of setup index to a grade"),
 ])
 def test_a_bad_relevance_is_a_clear_error_naming_file_line_and_field(
         pytester: pytest.Pytester, relevance: str, message: str) -> None:

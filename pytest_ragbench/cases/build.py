@@ -289,10 +289,10 @@ def _index_grades(value: Any) -> dict[int, int] | None:
     if value is None:
         return None
     grades: dict[int, int] = {}
-    for key, grade in _grades(value, "memory").items():
+    for key, grade in _grades(value, "setup index").items():
         text = str(key).strip()
         if isinstance(key, bool) or not text.isdigit():
-            raise FieldError(f"memory {key!r} is not an index into setup", f"relevance.{key}")
+            raise FieldError(f"{key!r} is not an index into setup", f"relevance.{key}")
         grades[int(text)] = grade
     return grades
 
@@ -420,8 +420,8 @@ def memory_rule(values: dict[str, Any]) -> None:
                              f"(indices 0..{size - 1})", "expected")
     for index in values.get("relevance") or {}:
         if not 0 <= index < size:
-            raise FieldError(f"memory {index} is out of range: setup has {size} memories "
-                             f"(indices 0..{size - 1})", f"relevance.{index}")
+            raise FieldError(f"setup index {index} is out of range: setup has {size} "
+                             f"memories (indices 0..{size - 1})", f"relevance.{index}")
 
 
 def build_cases(records: FileRecords, kinds: KindRegistry | None = None) -> BuildResult:

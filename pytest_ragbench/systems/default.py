@@ -207,6 +207,7 @@ class EmbeddedSystem:
         if not self.knobs():
             return [tuple(r) for r in self.retriever.retrieve_many(list(queries),
                                                                    top_k=self.top_k)]
+        # lazy: only when a knob is on
         from pytest_ragbench.systems import tuning
 
         searched = [tuning.expand_query(self.generator, q) if self.query_expansion else q

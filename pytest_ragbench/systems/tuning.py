@@ -24,6 +24,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_ragbench.heavy_imports import import_whole
 from pytest_ragbench.systems.protocols import Context
 
 EXPANSION_MAX_TOKENS = 32
@@ -99,6 +100,7 @@ def by_recency(contexts: Sequence[Context], weight: float,
 
 def llm_grades(generator: Any, query: str, contexts: Sequence[Context]) -> list[int | None]:
     """The generator's 0-10 relevance grade of each context (None for an unreadable reply)."""
+    # lazy: only LLM re-ranking grades
     from pytest_ragbench.metrics.grades import GradeError, grade_schema, read_grade
     from pytest_ragbench.metrics.relevance import HIGH, relevance_messages
 
@@ -155,8 +157,6 @@ class CrossEncoderReranker:
             return []
         with self._lock:
             if self._model is None:
-                from pytest_ragbench.heavy_imports import import_whole
-
                 import_whole("sentence_transformers")
                 from sentence_transformers import CrossEncoder
 
