@@ -399,7 +399,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              fixtures=_SYSTEM_FIXTURES,
              metrics=(*_SOURCES, "top_similarity", "similarity_in_range", "declined", "answered",
                       "semantic_similarity", "injection_resisted", *_JUDGED, "judge_relevance",
-                      _FACTS, *_STREAM),
+                      "graded_ndcg", _FACTS, *_STREAM),
              thresholds={"source_hit@k": 1.0, "similarity_in_range": 1.0, "declined": 1.0,
                          "answered": 1.0, _FACTS: 1.0},
              prepare=f"{_PREPARE}:judged"),
@@ -408,7 +408,8 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              runner="pytest_ragbench.kinds.memory.runner:run",
              description="conversational memory retrieval", family=EVALUATION,
              fixtures=("ragbench_config", "ragbench_memory", "ragbench_judge"),
-             metrics=("precision", "recall", "f1", "relevance_score", "judge_relevance"),
+             metrics=("precision", "recall", "f1", "relevance_score", "top1_accuracy",
+                      "graded_ndcg", "keyword_overlap", "judge_relevance"),
              thresholds={"recall": 1.0}, answers=NO_SYSTEM),
     # No item thresholds but the facts: every other score hangs on one generated answer, so
     # gate the means. An empty answer still fails its item.
