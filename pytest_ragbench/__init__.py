@@ -32,7 +32,8 @@ _PUBLIC = {
     "define_metric": "pytest_ragbench.metrics",
     "converters": "pytest_ragbench.cases.build",  # text, optional_text, number, ...
     # report sections (hook pytest_ragbench_report_sections)
-    **dict.fromkeys(("ReportSection", "LeaderboardRow"), "pytest_ragbench.results.sections"),
+    **dict.fromkeys(("ReportSection", "LeaderboardRow", "SectionCheck", "BandPlot", "BandPanel"),
+                    "pytest_ragbench.results.sections"),
     "ResultsDocument": "pytest_ragbench.results.document",
     # IR evaluation and statistics (README "Python API")
     **dict.fromkeys(("evaluate_run", "read_qrels", "read_run", "write_run"),
@@ -50,11 +51,12 @@ _PUBLIC = {
 _MODULES = frozenset({"converters", "adapters"})
 
 __all__ = [
-    "Answer", "CaseKind", "Context", "Document", "Embedder", "Field", "Generation",
+    "Answer", "BandPanel", "BandPlot", "CaseKind", "Context", "Document", "Embedder", "Field",
+    "Generation",
     "Generator", "Interval", "ItemKind", "ItemRun", "Judge", "LeaderboardRow", "MemoryHit",
     "MemoryStore", "Message", "Outcome", "PPIInterval", "PairedTest", "PassageSystem",
-    "ReportSection", "ResultsDocument", "RetrievalLog", "Retriever", "RunContext", "Stratum",
-    "System",
+    "ReportSection", "ResultsDocument", "RetrievalLog", "Retriever", "RunContext",
+    "SectionCheck", "Stratum", "System",
     "Usage", "adapters", "adjust_pvalues", "bootstrap_ci", "cohens_d", "converters",
     "define_metric", "evaluate_run", "paired_power", "paired_test", "power_table",
     "ppi_mean_ci", "proportion_half_width", "read_qrels", "read_run",
@@ -103,7 +105,13 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
         Usage,
     )
     from pytest_ragbench.results.document import ResultsDocument
-    from pytest_ragbench.results.sections import LeaderboardRow, ReportSection
+    from pytest_ragbench.results.sections import (
+        BandPanel,
+        BandPlot,
+        LeaderboardRow,
+        ReportSection,
+        SectionCheck,
+    )
     from pytest_ragbench.stats import (
         Interval,
         PairedTest,

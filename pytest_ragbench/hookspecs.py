@@ -50,9 +50,11 @@ def pytest_ragbench_report_sections(config: pytest.Config, document: Any) -> Any
     (``pytest_ragbench.ReportSection``) has a ``key`` and JSON ``data`` (results.json
     holds ``data`` under ``key``), a ``title``, a ``table`` (rows, header first) and
     ``text`` lines, which the terminal summary and report.html print with the same number
-    formatting as their own tables; ``files`` it writes into the report dir and
-    ``leaderboard`` rows are optional. Called once, in the controller, at session end; a
-    section that fails or is invalid is left out and named in a warning, the rest of the
-    report stands. The built-in BEIR, RAGCSV and robustness sections come through this hook
-    too (first). README section "Adding a kind" shows one.
+    formatting as their own tables; ``files`` it writes into the report dir,
+    ``leaderboard`` rows, ``alarms`` (lines that open the summary and the page),
+    ``failures`` (lines that fail the session), ``checks`` (JUnit testcases) and ``plots``
+    are optional. Called once, in the controller, at session end; a section that fails or
+    is invalid is left out and named in a warning, the rest of the report stands. The
+    built-in BEIR, RAGCSV, robustness and traffic sections come through this hook too
+    (first). README section "Adding a kind" shows one.
     """

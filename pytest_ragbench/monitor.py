@@ -14,21 +14,23 @@ kernel keeps whole across threads and processes; rotation takes a lock file so t
 processes do not rename the same file. Logging never raises into the app: a failed write
 is counted in :attr:`RetrievalLog.failures` and warned about once.
 
-Only the standard library is used: an app imports this module in production.
+Only the standard library is used (run/locking.py, for the rotation lock, too): an app
+imports this module in production.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import math
 import os
 import threading
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
+
+from pytest_ragbench.run.locking import lock_file
 
 SCHEMA = "ragbench.traffic/1"
 SUFFIX = ".traffic.jsonl"
@@ -104,7 +106,7 @@ class RetrievalLog:
 
     def _rotate_if_full(self, target: Path, adding: int) -> None:
         assert self.max_bytes is not None
-        with _file_lock(target.with_name(target.name + ".lock")):
+        with lock_file(target.with_name(target.name + ".lock")):
             try:
                 size = target.stat().st_size
             except FileNotFoundError:
@@ -125,22 +127,6 @@ class RetrievalLog:
 def _stem(path: Path) -> str:
     name = path.name
     return name[:-len(SUFFIX)] if name.endswith(SUFFIX) else path.stem
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock between processes (``flock``; a no-op where it does not exist)."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: renames there fail while the file is open anyway
-        yield
-        return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
 
 
 def interaction(query: str, retrieved: Iterable[Any], answer: str | None = None,

@@ -44,11 +44,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("datasets/generate/command.py", "sql"): "the name of an input source of the generator",
     ("datasets/generate/command.py", "beir"): "the name of an input source of the generator",
     ("datasets/generate/sql.py", "sql"): "the kind of the records the SQL generator writes",
-    # The traffic kind's alarms, plot and JUnit checks, still drawn in render/: they move
-    # into the kind through the report-sections hook, then these entries go.
-    ("render/html.py", "traffic"): "the traffic plot and triggers (moving to the hook)",
-    ("render/terminal.py", "traffic"): "the traffic triggers (moving to the hook)",
-    ("render/testcases.py", "traffic"): "the traffic JUnit checks (moving to the hook)",
 }
 
 

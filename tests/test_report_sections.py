@@ -138,3 +138,55 @@ def test_the_files_a_section_wrote_are_the_previous_runs_files(tmp_path: Path) -
                                                   "exact_share.txt"]
     (tmp_path / "results.json").write_text("{not json")
     assert files.previous_run_files(tmp_path) == ["results.json", "report.html"]
+
+
+ALARMS = '''
+
+from pytest_ragbench import BandPanel, BandPlot, ReportSection, SectionCheck
+
+
+def pytest_ragbench_report_sections(config, document):
+    toy = [r for r in document.records if r.kind == "toy"]
+    exact = [r.metrics["exact_match"] for r in toy if "exact_match" in r.metrics]
+    share = sum(exact) / len(exact)
+    line = f"watch: exact share {share:.3f} is below 2"
+    return ReportSection(
+        key="watch", title="watch", data={"share": share}, text=[line],
+        alarms=[line.upper()],
+        checks=[SectionCheck("watch[toy.exact_share]", "watch", "failed", line,
+                             {"ragbench.value": share}),
+                SectionCheck("watch[toy.items]", "watch", "found", f"{len(toy)} items")],
+        plots=[BandPlot(x=["first", "second"],
+                        panels=[BandPanel("toy.exact_share", [share, share], [0.0, 0.1],
+                                          [1.0, None]),
+                                BandPanel("never measured", [None, None], [None, None],
+                                          [None, None])])])
+'''
+
+
+def test_a_section_adds_alarms_checks_and_a_plot(pytester: pytest.Pytester) -> None:
+    """Alarms open the summary and the page, checks are JUnit testcases, plots are drawn."""
+    import xml.etree.ElementTree as ET
+
+    project = make_toy_project(pytester, 4, conftest=ALARMS)
+    result = project.run("--ragbench", "--junitxml=junit.xml")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the failed check fails the session
+    results = project.results()  # validated against results.schema.json
+    entry = next(s for s in results["sections"] if s["key"] == "watch")
+    share = results["watch"]["share"]
+    alarm = f"WATCH: EXACT SHARE {share:.3f} IS BELOW 2"
+    assert entry["alarms"] == [alarm]
+    assert [c["outcome"] for c in entry["checks"]] == ["failed", "found"]
+    output = result.stdout.str().splitlines()
+    assert output[output.index(next(line for line in output if "ragbench" in line
+                                     and line.startswith("="))) + 1] == alarm
+    assert output[-1].startswith("=") and "1 watch failed, 1 watch found" in output[-1]
+    cases = {case.get("name"): case for case in
+             ET.parse(project.path / "junit.xml").getroot().iter("testcase")}
+    assert cases["watch[toy.exact_share]"].find("failure") is not None
+    assert cases["watch[toy.items]"].find("failure") is None
+    page = project.html()
+    assert page.index(f"<p class=problem>{alarm}</p>") < page.index("<h2>watch</h2>")
+    # one panel drawn (the one never measured is left out), after the section
+    assert page.count('<img alt="plot"') - page[:page.index("<h2>watch</h2>")].count(
+        '<img alt="plot"') == 1

@@ -625,13 +625,20 @@ def generated_id(label: str, data: dict[str, Any]) -> str:
     return f"{slug}_{hashlib.sha1(content.encode()).hexdigest()[:6]}"
 
 
+def duplicate_id(case: Case, seen: dict[str, Case], path: Path | str) -> CaseError | None:
+    """Note ``case`` in ``seen``; an error naming both lines when its id was seen already."""
+    first = seen.setdefault(case.id, case)
+    if first is case:
+        return None
+    return CaseError(f"duplicate id {case.id!r}: first defined on line {first.line}, "
+                     f"again on line {case.line}", file=path, line=case.line, field="id")
+
+
 def duplicate_id_error(cases: list[Case], path: Path) -> CaseError | None:
     """Return an error naming both lines when two cases of one file share an id."""
     seen: dict[str, Case] = {}
     for case in cases:
-        first = seen.get(case.id)
-        if first is not None:
-            return CaseError(f"duplicate id {case.id!r}: first defined on line {first.line}, "
-                             f"again on line {case.line}", file=path, line=case.line, field="id")
-        seen[case.id] = case
+        error = duplicate_id(case, seen, path)
+        if error is not None:
+            return error
     return None

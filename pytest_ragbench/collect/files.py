@@ -140,7 +140,7 @@ class CaseFile(pytest.File):
 
     def _entries(self) -> list[tuple[int, pytest.Item]]:
         """(line, item) for every item of the file."""
-        from pytest_ragbench.cases.build import build_cases
+        from pytest_ragbench.cases.build import build_cases, duplicate_id
         from pytest_ragbench.cases.loaders import read_case_file
         from pytest_ragbench.cases.model import Case
         from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem, systems_for
@@ -166,11 +166,8 @@ class CaseFile(pytest.File):
 
                 note_not_collected(self.config, f"{case.review} case")
                 continue
-            first = first_seen.setdefault(case.id, case)
-            if first is not case:
-                error = CaseError(f"duplicate id {case.id!r}: first defined on line "
-                                  f"{first.line}, again on line {case.line}",
-                                  file=shown, line=case.line, field="id")
+            error = duplicate_id(case, first_seen, shown)
+            if error is not None:
                 kinds = item_kinds_for(case.kind, settings.evaluate)
                 if kinds:
                     entries.append((case.line, InvalidCaseItem.create(

@@ -1,4 +1,4 @@
-"""The built-in kinds' report sections (robustness, RAGCSV, BEIR), through the public hook.
+"""The built-in kinds' report sections (robustness, RAGCSV, BEIR, traffic), through the hook.
 
 Registered when the plugin is loaded, like :mod:`pytest_ragbench.kinds`; the kinds'
 report modules are imported when the hook is called, at session end. Each section is
@@ -23,8 +23,9 @@ def builtin_sections(document: Any, config: pytest.Config | None = None) -> list
     """The built-in sections of ``document`` (a ResultsDocument).
 
     The traffic section needs the session's settings (windows, triggers, what fails the
-    session); its failure lines (``--ragbench-fail-on drift`` / ``critical``) join the
-    document's.
+    session): its failure lines (``--ragbench-fail-on drift`` / ``critical``) are the
+    section's failures, its raised triggers its alarms, each trigger and drift one of its
+    checks.
     """
     from pytest_ragbench.kinds.beir import report as beir
     from pytest_ragbench.kinds.ragcsv import report as ragcsv
@@ -38,7 +39,5 @@ def builtin_sections(document: Any, config: pytest.Config | None = None) -> list
         from pytest_ragbench.config.settings import get_config
         from pytest_ragbench.kinds.traffic import report as traffic
 
-        section = traffic.report_section(records, get_config(config))
-        found.append(section)
-        document.failures += (section.data or {}).get("failures") or []
+        found.append(traffic.report_section(records, get_config(config)))
     return found

@@ -554,19 +554,15 @@ def report_section(section: dict[str, Any]) -> str:
             "</section>")
 
 
-def traffic_plot(document: dict[str, Any]) -> str:
-    """The traffic windows over time, with interval bands (the table is the section's)."""
-    traffic = document.get("traffic")
-    return plots.window_plot(traffic) if traffic else ""
+def section_plots(section: dict[str, Any]) -> str:
+    """A report section's plots (the table is the section's own part)."""
+    return "".join(plots.band_plot(plot) for plot in section.get("plots") or ()
+                   if isinstance(plot, dict))
 
 
-def trigger_section(document: dict[str, Any]) -> str:
-    """Raised [triggers] alarms, at the top of the page."""
-    # lazy: imported at each session end, so a report section's class is the current one
-    from pytest_ragbench.kinds.traffic.report import trigger_lines
-
-    lines = trigger_lines(document.get("traffic"))
-    return "".join(f"<p class=problem>{esc(line)}</p>" for line in lines)
+def alarm_section(document: dict[str, Any]) -> str:
+    """The report sections' alarms (raised [triggers]), at the top of the page."""
+    return "".join(f"<p class=problem>{esc(line)}</p>" for line in terminal.alarm_lines(document))
 
 
 def run_section(document: dict[str, Any]) -> str:
@@ -590,7 +586,7 @@ def render(document: dict[str, Any], problems: list[str] | None = None,
         values = plots.item_values(document)
     except Exception as exc:  # the tables and plots then go without item values
         problems.append(f"report.html: reading the item values failed ({type(exc).__name__})")
-    page.add("the triggers", lambda: trigger_section(document))
+    page.add("the alarms", lambda: alarm_section(document))
     page.add("the verdict", lambda: verdict_section(document))
     page.add("the judge section", lambda: judge_section(document))
     page.add("the gates", lambda: gates_section(document))
@@ -603,7 +599,10 @@ def render(document: dict[str, Any], problems: list[str] | None = None,
     for section in terminal.drawn_sections(document):
         page.add(f"the report section {section.get('key')}",
                  lambda section=section: report_section(section))  # type: ignore[misc]
-    page.add("the traffic plot", lambda: traffic_plot(document))
+    for section in document.get("sections") or ():
+        if isinstance(section, dict) and section.get("plots"):
+            page.add(f"the plots of report section {section.get('key')}",
+                     lambda section=section: section_plots(section))  # type: ignore[misc]
     page.add("the run details", lambda: run_section(document))
     body = "\n".join(p for p in page.parts if p)
     top = Page(problems)

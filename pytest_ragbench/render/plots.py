@@ -179,31 +179,35 @@ def interval_plot(kind: str, name: str, per_metric: dict[str, dict[str, dict[str
     return png(figure)
 
 
-def window_plot(traffic: dict[str, Any]) -> str:
-    """Each traffic metric over the windows: the estimate and its 95% interval as a band."""
+def band_plot(plot: dict[str, Any]) -> str:
+    """A report section's plot: each panel's estimate over ``x``, its 95% interval a band.
+
+    Panels with no estimate at all are left out, and at most MAX_METRICS_PER_FIGURE drawn.
+    """
     from matplotlib.figure import Figure
 
-    windows = [w["window"] for w in traffic["windows"]]
-    metrics = [m for m in traffic["metrics"]
-               if sum(finite((w["metrics"].get(m) or {}).get("mean")) is not None
-                      for w in traffic["windows"]) >= 1][:MAX_METRICS_PER_FIGURE]
-    if not metrics or not windows:
+    x = [str(v) for v in plot.get("x") or ()]
+    panels = [p for p in plot.get("panels") or ()
+              if any(finite(v) is not None for v in p.get("mean") or ())
+              ][:MAX_METRICS_PER_FIGURE]
+    if not panels or not x:
         return ""
-    rows, columns = _grid(len(metrics))
+    rows, columns = _grid(len(panels))
     figure = Figure(figsize=(4.5 * columns, 2.6 * rows))
-    positions = list(range(len(windows)))
-    for index, metric in enumerate(metrics):
+    positions = list(range(len(x)))
+    nan = float("nan")
+
+    def points(values: Any) -> list[float]:
+        found = [finite(v) for v in values or ()]
+        return [nan if v is None else v for v in found]
+
+    for index, panel in enumerate(panels):
         axes = figure.add_subplot(rows, columns, index + 1)
-        cells = [w["metrics"].get(metric) or {} for w in traffic["windows"]]
-        means = [finite(c.get("mean")) for c in cells]
-        lows = [finite(c.get("low")) for c in cells]
-        highs = [finite(c.get("high")) for c in cells]
-        nan = float("nan")
-        axes.fill_between(positions, [nan if v is None else v for v in lows],
-                          [nan if v is None else v for v in highs], alpha=0.25)
-        axes.plot(positions, [nan if v is None else v for v in means], marker="o")
-        axes.set_xticks(positions, windows, fontsize=7, rotation=30)
-        axes.set_title(f"traffic.{metric} by {traffic['window']} (mean, 95% CI)", fontsize=9)
+        axes.fill_between(positions, points(panel.get("low")), points(panel.get("high")),
+                          alpha=0.25)
+        axes.plot(positions, points(panel.get("mean")), marker="o")
+        axes.set_xticks(positions, x, fontsize=7, rotation=30)
+        axes.set_title(str(panel.get("title")), fontsize=9)
     return png(figure)
 
 

@@ -442,12 +442,10 @@ def _calibration_lines(document: dict[str, Any]) -> list[str]:
     return calibration.lines(document)
 
 
-def _trigger_lines(document: dict[str, Any]) -> list[str]:
-    """Raised [triggers] alarms of the traffic kind, first of all."""
-    # lazy: imported at each session end, so a report section's class is the current one
-    from pytest_ragbench.kinds.traffic.report import trigger_lines
-
-    return trigger_lines(document.get("traffic"))
+def alarm_lines(document: dict[str, Any]) -> list[str]:
+    """The report sections' alarms (the traffic kind's raised [triggers]), first of all."""
+    return [str(line) for section in document.get("sections") or ()
+            if isinstance(section, dict) for line in section.get("alarms") or ()]
 
 
 def render(document: dict[str, Any], written: Sequence[Path], report_dir: Path | None,
@@ -458,7 +456,7 @@ def render(document: dict[str, Any], written: Sequence[Path], report_dir: Path |
     printed.
     """
     lines: list[str] = []
-    for name, part in (("the triggers", _trigger_lines), ("the coverage line", coverage_lines),
+    for name, part in (("the alarms", alarm_lines), ("the coverage line", coverage_lines),
                        ("the partial-run line", interrupted_lines), *PARTS):
         try:
             produced = part(document)

@@ -102,36 +102,14 @@ def regression_checks(document: dict[str, Any], gated: bool) -> Iterator[Check]:
         yield Check(name, "regression", "failed" if gated else "passed", line, properties)
 
 
-def traffic_checks(document: dict[str, Any]) -> Iterator[Check]:
-    """Every traffic trigger and every drift of the latest window.
-
-    A trigger fails when raised at level critical under ``--ragbench-fail-on critical``,
-    a worse drift under ``--ragbench-fail-on drift`` (they are then failure lines); raised
-    otherwise, it is reported as found.
-    """
-    from pytest_ragbench.kinds.traffic.report import drift_line
-
-    traffic = document.get("traffic") or {}
-    failing = set(traffic.get("failures") or ())
-    for trigger in traffic.get("triggers") or ():
-        raised = trigger.get("raised")
-        outcome = "failed" if trigger["line"] in failing else ("passed" if not raised
-                                                                else "found")
-        properties = (("ragbench.check", "trigger"), ("ragbench.message", trigger["line"]),
-                      ("ragbench.level", trigger.get("level")),
-                      ("ragbench.value", trigger.get("mean")))
-        yield Check(f"trigger[{trigger['metric']}]", "trigger", outcome, trigger["line"],
-                    properties)
-    latest = (traffic.get("windows") or [{}])[-1].get("window")
-    for change in traffic.get("drift") or ():
-        if change.get("after") != latest:
+def section_checks(document: dict[str, Any]) -> Iterator[Check]:
+    """The checks the report sections add (the traffic kind's triggers and drifts)."""
+    for section in document.get("sections") or ():
+        if not isinstance(section, dict):
             continue
-        line = drift_line(change)
-        outcome = "failed" if line in failing else "found"
-        properties = (("ragbench.check", "drift"), ("ragbench.message", line),
-                      ("ragbench.delta", change.get("delta")),
-                      ("ragbench.p_holm", change.get("p_holm")))
-        yield Check(f"drift[traffic.{change['metric']}]", "drift", outcome, line, properties)
+        for c in section.get("checks") or ():
+            yield Check(c["name"], c["check"], c["outcome"], c["line"],
+                        tuple((c.get("properties") or {}).items()))
 
 
 def category(check: str, outcome: str, counts: dict[tuple[str, str], int]) -> str:
@@ -142,21 +120,22 @@ def category(check: str, outcome: str, counts: dict[tuple[str, str], int]) -> st
     is named as found.
     """
     many = counts.get((check, outcome), 0) != 1
-    if check in ("trigger", "drift"):
-        noun = {"trigger": "triggers" if many else "trigger", "drift": "drifts" if many
-                else "drift"}[check]
-        return {"failed": f"{noun} failed", "found": f"{noun} raised" if check == "trigger"
-                else f"{noun} found"}.get(outcome, f"{noun} quiet")
     if check == "regression":
         noun = "regressions" if many else "regression"
         return noun if outcome == "failed" else f"{noun} found"
     if check == "judged":
         noun = "judged metrics" if many else "judged metric"
         return f"{noun} unscored" if outcome == "failed" else f"{noun} scored"
-    noun = {"gate": "gates" if many else "gate",
-            "threshold": "thresholds" if many else "threshold"}.get(check, check)
-    return {"failed": f"{noun} missed", "skipped": f"{noun} not checked"}.get(
-        outcome, f"{noun} passed")
+    if check in ("gate", "threshold"):
+        noun = f"{check}s" if many else check
+        return {"failed": f"{noun} missed", "skipped": f"{noun} not checked"}.get(
+            outcome, f"{noun} passed")
+    # a report section's check (results/sections.py): a trigger raised or quiet
+    noun = f"{check}s" if many else check
+    words = {"failed": "failed", "skipped": "not checked",
+             "found": "raised" if check == "trigger" else "found",
+             "passed": "quiet" if check in ("trigger", "drift") else "passed"}
+    return f"{noun} {words.get(outcome, outcome)}"
 
 
 class ChecksNode(pytest.Collector):
@@ -300,7 +279,7 @@ def emit(session: pytest.Session, document: dict[str, Any], results: Path, gated
     """Run every check as a test at the end of the session; returns how many failed."""
     config = session.config
     checks = [*gate_checks(document), *judged_checks(document),
-              *regression_checks(document, gated), *traffic_checks(document)]
+              *regression_checks(document, gated), *section_checks(document)]
     if not checks:
         return 0
     counts: dict[tuple[str, str], int] = {}

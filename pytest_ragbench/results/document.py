@@ -87,11 +87,18 @@ class ResultsDocument:
     schema_version: int = SCHEMA_VERSION
 
     def add_sections(self, found: Iterable[Any]) -> None:
-        """Add the hook's sections; one that is not valid is named in ``problems``."""
+        """Add the hook's sections; one that is not valid is named in ``problems``.
+
+        The lines with which a section fails the session join ``failures``.
+        """
         taken = {"schema_version", "items", "coverage", "sections",
                  *(f.name for f in fields(self) if f.name not in ("records", "problems")),
                  *(s.key for s in self.sections)}
-        self.sections += sections.accepted(sections.flatten(found), taken, self.problems)
+        kept = sections.accepted(sections.flatten(found), taken, self.problems)
+        self.sections += kept
+        for section in kept:
+            self.failures += [line for line in sections.failure_lines(section)
+                              if line not in self.failures]
 
     def to_dict(self) -> dict[str, Any]:
         """results.json: JSON-safe, secrets masked, items, coverage and sections added."""

@@ -34,6 +34,7 @@ from statistics import NormalDist
 from typing import Any
 
 from pytest_ragbench.config.prices import Price, dollars, price_for, role_model
+from pytest_ragbench.stats.core import normal_quantile
 
 POWER = 0.8  # the share of runs in which the planned size decides the gate
 CONFIDENCE = 0.95
@@ -170,7 +171,7 @@ def items_for_width(values: Sequence[float], width: float, low: float | None = N
         return None
     spread = _std(values)
     if spread > 0:
-        normal = math.ceil((_z(CONFIDENCE) * spread / width) ** 2)
+        normal = math.ceil((normal_quantile(CONFIDENCE) * spread / width) ** 2)
         if normal > SIMULATED_MAX:
             return normal
     return _smallest(lambda n: _median_half_width(values, n, low, high) <= width)
@@ -182,16 +183,13 @@ def _labels(gate: Mapping[str, Any], lower_better: bool) -> tuple[int | None, in
     if not ppi or ppi.get("ppi_ci_low") is None or not ppi.get("n_labeled"):
         return None, None
     n_labeled = int(ppi["n_labeled"])
-    se = (ppi["ppi_ci_high"] - ppi["ppi_ci_low"]) / (2 * _z(CONFIDENCE))
+    se = (ppi["ppi_ci_high"] - ppi["ppi_ci_low"]) / (2 * normal_quantile(CONFIDENCE))
     gap = abs(float(ppi["ppi_mean"]) - float(gate["bound"]))
     if gap == 0 or se <= 0:
         return None, n_labeled
-    needed = n_labeled * (se * (_z(CONFIDENCE) + NormalDist().inv_cdf(POWER)) / gap) ** 2
+    z = normal_quantile(CONFIDENCE) + NormalDist().inv_cdf(POWER)
+    needed = n_labeled * (se * z / gap) ** 2
     return max(2, math.ceil(needed)), n_labeled
-
-
-def _z(confidence: float) -> float:
-    return NormalDist().inv_cdf((1 + confidence) / 2)
 
 
 def _std(values: Sequence[float]) -> float:
@@ -204,7 +202,7 @@ def _normal_items(values: Sequence[float], gap: float) -> int | None:
     spread = _std(values)
     if spread == 0:
         return None
-    z = _z(CONFIDENCE) + NormalDist().inv_cdf(POWER)
+    z = normal_quantile(CONFIDENCE) + NormalDist().inv_cdf(POWER)
     return max(2, math.ceil((z * spread / gap) ** 2))
 
 

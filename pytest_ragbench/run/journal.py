@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.redact import scrub_data
+from pytest_ragbench.run.locking import hold_shared, is_held
 
 JOURNAL_DIR = "journal"
 FORMAT = 1
@@ -98,12 +99,8 @@ class JournalWriter:
 
     def lock_shared(self) -> None:
         """Hold a shared lock while the session runs: the journal is live (POSIX only)."""
-        if self._fd is None or os.name == "nt":
-            return
-        import fcntl
-
-        with contextlib.suppress(OSError):
-            fcntl.flock(self._fd, fcntl.LOCK_SH)
+        if self._fd is not None:
+            hold_shared(self._fd)
 
     def close(self) -> None:
         """Close the file (and so release the lock)."""
@@ -199,21 +196,7 @@ def unfinished(report_dir: Path, *, besides: Path | None = None) -> list[Journal
 
 def is_live(path: Path) -> bool:
     """True when a running session holds the journal (POSIX; elsewhere never)."""
-    if os.name == "nt":
-        return False
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # closing releases a lock taken here
-    return False
+    return is_held(path)
 
 
 def remove(paths: Iterator[Path] | list[Path], problems: list[str]) -> None:

@@ -479,7 +479,7 @@ def proportion_half_width(n: int, p: float = 0.5, confidence: float = 0.95) -> f
     """Half-width of the normal-approximation CI of a proportion: z·√(p(1−p)/n)."""
     if n < 1:
         raise ValueError("n must be at least 1")
-    return _z(confidence) * math.sqrt(p * (1 - p) / n)
+    return normal_quantile(confidence) * math.sqrt(p * (1 - p) / n)
 
 
 def sample_size_for_half_width(half_width: float, p: float = 0.5, confidence: float = 0.95
@@ -487,11 +487,11 @@ def sample_size_for_half_width(half_width: float, p: float = 0.5, confidence: fl
     """Smallest n whose proportion CI half-width is at most ``half_width``."""
     if not 0 < half_width < 1:
         raise ValueError("half_width must be between 0 and 1 (a proportion)")
-    z = _z(confidence)
+    z = normal_quantile(confidence)
     return max(1, math.ceil(z * z * p * (1 - p) / (half_width * half_width) - 1e-9))
 
 
-def _z(confidence: float) -> float:
+def normal_quantile(confidence: float) -> float:
     """The two-sided normal quantile (stdlib, so ``ragbench dataset stats`` needs no scipy)."""
     from statistics import NormalDist
 

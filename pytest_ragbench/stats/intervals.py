@@ -165,7 +165,7 @@ def prepare(cell: CellData) -> _Cell:
 
 def wilson(p: float, n: float, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Wilson's score interval of a proportion ``p`` seen in ``n`` (maybe effective) trials."""
-    z = stats._z(confidence)
+    z = stats.normal_quantile(confidence)
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / denominator
@@ -225,7 +225,8 @@ def _df_factor(groups: int, confidence: float) -> float:
 
     if groups < 2:
         return 1.0
-    return (stats._z(confidence) / float(stdtrit(groups - 1, (1 + confidence) / 2))) ** 2
+    z = stats.normal_quantile(confidence)
+    return (z / float(stdtrit(groups - 1, (1 + confidence) / 2))) ** 2
 
 
 def _rescale(cell: _Cell, bounds: tuple[float, float]) -> tuple[float, float]:

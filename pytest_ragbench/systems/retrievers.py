@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from pytest_ragbench.heavy_imports import import_whole
+from pytest_ragbench.run.locking import lock_file
 from pytest_ragbench.systems.cache import CacheWarning, stable_hash
 from pytest_ragbench.systems.protocols import Context, Document, Embedder
 
@@ -162,18 +163,9 @@ class _Indexed:
         if self.index_dir is None:
             yield
             return
-        from filelock import FileLock
-
-        lock = FileLock(str(self.index_dir / f"{self.fingerprint}.lock"))
-        try:
-            lock.acquire()
-        except OSError:  # no room for the lock file: build without it (a duplicate at worst)
+        # without room for the lock file the index is built unlocked (a duplicate at worst)
+        with lock_file(self.index_dir / f"{self.fingerprint}.lock", required=False):
             yield
-            return
-        try:
-            yield
-        finally:
-            lock.release()
 
     def retrieve(self, query: str, top_k: int = 5, filters: Mapping[str, Any] | None = None,
                  min_score: float | None = None) -> list[Context]:

@@ -1,8 +1,11 @@
 """The traffic section of the results document: windows, drift and triggers.
 
 ``section(records, settings)`` is the ``traffic`` key of results.json (None without
-traffic items); :func:`trigger_lines` its alarms for the top of the summary, and
-:func:`window_rows` the rows of the window table (terminal and report.html). Every
+traffic items); :func:`report_section` its report section, through the hook
+``pytest_ragbench_report_sections``: the window table (:func:`window_rows`), the drift
+lines, the raised triggers as alarms for the top of the summary and report.html
+(:func:`trigger_lines`), each trigger and drift as a JUnit check (:func:`checks`) and the
+windows' plot (:func:`window_plot`). Every
 figure is an estimate for the whole traffic: metrics scored on every interaction use
 the window's values; judged metrics under ``--ragbench-sample`` are weighted by design
 (stats/traffic.py), each window standing for the interactions with an answer in it.
@@ -189,15 +192,73 @@ def terminal_lines(traffic: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def checks(traffic: dict[str, Any]) -> list[Any]:
+    """Every trigger and every drift of the latest window, as session checks (JUnit).
+
+    A trigger fails when raised at level critical under ``--ragbench-fail-on critical``,
+    a worse drift under ``--ragbench-fail-on drift`` (they are then failure lines); raised
+    otherwise, it is reported as found.
+    """
+    # lazy: the class the session checks sections against (pytester may re-import it)
+    from pytest_ragbench.results.sections import SectionCheck
+
+    failing = set(traffic["failures"])
+    found = []
+    for trigger in traffic["triggers"]:
+        outcome = "failed" if trigger["line"] in failing else ("found" if trigger["raised"]
+                                                              else "passed")
+        found.append(SectionCheck(
+            name=f"trigger[{trigger['metric']}]", check="trigger", outcome=outcome,
+            line=trigger["line"],
+            properties={"ragbench.check": "trigger", "ragbench.message": trigger["line"],
+                        "ragbench.level": trigger.get("level"),
+                        "ragbench.value": trigger.get("mean")}))
+    latest = traffic["windows"][-1]["window"]
+    for change in traffic["drift"]:
+        if change["after"] != latest:
+            continue
+        line = drift_line(change)
+        found.append(SectionCheck(
+            name=f"drift[{KIND}.{change['metric']}]", check="drift",
+            outcome="failed" if line in failing else "found", line=line,
+            properties={"ragbench.check": "drift", "ragbench.message": line,
+                        "ragbench.delta": change.get("delta"),
+                        "ragbench.p_holm": change.get("p_holm")}))
+    return found
+
+
+def window_plot(traffic: dict[str, Any]) -> Any:
+    """Each metric over the windows: the estimate and its 95% interval as a band."""
+    # lazy: the classes of the current sections module (pytester may re-import it)
+    from pytest_ragbench.results.sections import BandPanel, BandPlot
+
+    cells = {m: [w["metrics"].get(m) or {} for w in traffic["windows"]]
+             for m in traffic["metrics"]}
+    return BandPlot(
+        x=[w["window"] for w in traffic["windows"]],
+        panels=[BandPanel(title=f"{KIND}.{m} by {traffic['window']} (mean, 95% CI)",
+                              mean=[c.get("mean") for c in cells[m]],
+                              low=[c.get("low") for c in cells[m]],
+                              high=[c.get("high") for c in cells[m]])
+                for m in traffic["metrics"]])
+
+
 def report_section(records: Sequence[ItemRecord], settings: RagbenchConfig) -> Any:
-    """``results.json["traffic"]`` with its window table and drift lines (None: no traffic)."""
+    """The traffic section: ``results.json["traffic"]`` and what the report shows of it.
+
+    Its window table and drift lines, its raised triggers (the section's alarms), the lines
+    that fail the session (``--ragbench-fail-on drift`` / ``critical``), its JUnit checks
+    and its plot; empty without traffic.
+    """
     # lazy: the class the session checks sections against (pytester may re-import it)
     from pytest_ragbench.results.sections import ReportSection
 
     part = section(records, settings)
     if not part:
-        return ReportSection(key="traffic", title="traffic", data=None)
+        return ReportSection(key=KIND, title=KIND, data=None)
     header, rows = window_rows(part)
     lines = terminal_lines(part)
-    return ReportSection(key="traffic", title=lines[0], data=part, table=[header, *rows],
-                         text=lines[1 + 1 + len(rows):])
+    return ReportSection(key=KIND, title=lines[0], data=part, table=[header, *rows],
+                         text=lines[1 + 1 + len(rows):], alarms=trigger_lines(part),
+                         failures=part["failures"], checks=checks(part),
+                         plots=[window_plot(part)])

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_ragbench.run.locking import lock_file
 from pytest_ragbench.systems.cache import stable_hash
 from pytest_ragbench.systems.protocols import Context, Document, Embedder
 from pytest_ragbench.systems.qdrant.collection import (
@@ -159,10 +160,8 @@ class QdrantRetriever:
         if self.lock_dir is None or self.connection.location.path == ":memory:":
             yield
             return
-        from filelock import FileLock
-
         key = stable_hash(self.connection.location.describe(), self.collection)[:16]
-        with FileLock(str(self.lock_dir / f"qdrant-{key}.lock")):
+        with lock_file(self.lock_dir / f"qdrant-{key}.lock"):
             yield
 
     def for_corpus(self, documents: Sequence[Document]) -> QdrantRetriever:
