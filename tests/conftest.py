@@ -17,6 +17,14 @@ import yaml  # noqa: F401
 # (numpy, scipy, matplotlib) are loaded here once, before any pytester run. So is PyYAML:
 # imported again, its libyaml parser still raises the first import's error classes, which
 # the case loader's ``except yaml.YAMLError`` (the second import's) does not catch.
+# torch and tokenizers cannot load twice either (torch's C extension fails with "bad call
+# flags", a PyO3 module refuses): a pytester run that builds the embedded system would
+# otherwise leave a later in-process embedder unable to import them.
+try:
+    import tokenizers  # noqa: F401
+    import torch  # noqa: F401
+except ImportError:  # without the embed extra
+    pass
 
 pytest_plugins = ["pytester"]
 
