@@ -166,6 +166,39 @@ def test_llm_reranking_orders_the_broad_candidates_by_the_generators_grades(
     assert [c.score for c in kept] == sorted((float(g) for g, _, _ in graded), reverse=True)[:3]
 
 
+@pytest.fixture(scope="module")
+def cross_encoder_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real sentence-transformers CrossEncoder folder built from the bundled MiniLM.
+
+    No trained cross-encoder can be fetched offline, so its scoring head is freshly (and
+    seededly) initialised: the scores carry no meaning, but the folder is loaded, run and
+    reordered by exactly as a trained one would be.
+    """
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    torch.manual_seed(7)
+    folder = tmp_path_factory.mktemp("cross-encoder")
+    CrossEncoder(str(minilm_path()), num_labels=1, device="cpu").save(str(folder))
+    return folder
+
+
+def test_a_cross_encoder_folder_orders_the_broad_candidates_by_its_scores(
+        dense: DenseRetriever, cross_encoder_folder: Path) -> None:
+    from sentence_transformers import CrossEncoder
+
+    system = EmbeddedSystem(dense, top_k=3, decline_below=None,
+                            rerank=str(cross_encoder_folder), rerank_k=6)
+    kept = system.contexts(QUESTION)
+    broad = dense.retrieve(QUESTION, top_k=6)
+    scores = CrossEncoder(str(cross_encoder_folder), device="cpu").predict(
+        [(QUESTION, str(c.text)) for c in broad], show_progress_bar=False)
+    expected = sorted(zip((float(s) for s in scores), (c.id for c in broad), strict=True),
+                      reverse=True)[:3]
+    assert [c.id for c in kept] == [i for _, i in expected]
+    assert [c.score for c in kept] == pytest.approx([s for s, _ in expected], abs=1e-5)
+
+
 def test_query_expansion_retrieves_with_the_generators_terms(
         dense: DenseRetriever, generator) -> None:  # type: ignore[no-untyped-def]
     from pytest_ragbench.systems.tuning import expand_query
