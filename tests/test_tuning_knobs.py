@@ -166,6 +166,22 @@ def test_llm_reranking_orders_the_broad_candidates_by_the_generators_grades(
     assert [c.score for c in kept] == sorted((float(g) for g, _, _ in graded), reverse=True)[:3]
 
 
+def test_the_model_calls_of_llm_reranking_are_reported_with_the_answer(
+        dense: DenseRetriever, generator) -> None:  # type: ignore[no-untyped-def]
+    """Each graded candidate is a model call of the role ``retrieval``, beside the answer's."""
+    from pytest_ragbench.kinds.answer_common import usage_of
+
+    system = EmbeddedSystem(dense, generator, top_k=3, decline_below=None, rerank="llm",
+                            rerank_k=6, max_tokens=8)
+    answer = system.answer(QUESTION)
+    usage = usage_of(answer)
+    assert usage["system"]["calls"] == 1
+    assert usage["retrieval"]["calls"] == 6
+    assert usage["retrieval"]["prompt_tokens"] > 0
+    plain = EmbeddedSystem(dense, generator, top_k=3, decline_below=None, max_tokens=8)
+    assert "retrieval" not in usage_of(plain.answer(QUESTION))
+
+
 @pytest.fixture(scope="module")
 def cross_encoder_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real sentence-transformers CrossEncoder folder built from the bundled MiniLM.

@@ -125,7 +125,9 @@ def advantage(records: Sequence[ItemRecord], objective: str, chosen: str, defaul
 
 
 def costs(records: Iterable[ItemRecord], systems: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Mean seconds answering and model calls (the system's own call not counted) per item.
+    """Mean seconds answering and model calls per item (every role but the system's own call).
+
+    A retrieval's calls (query expansion, LLM re-ranking's grades) are counted.
 
     The seconds are the plugin's timing of the system's calls (usage ``system.service_s``),
     else the record's ``latency_s`` (or ``latency_ms``), else the item's duration.

@@ -26,6 +26,7 @@ recorded in test_cases/ragbench.toml).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import threading
 import time
@@ -105,6 +106,8 @@ class EmbeddedSystem:
         self._reranker = self._make_reranker(device)
         self._dense = dense_part(retriever) if decline_below is not None else None
         self._retrieved: dict[str, tuple[Context, ...]] = {}
+        # the model calls each query's retrieval made, reported with its answer
+        self._retrieval_calls: dict[str, tuple[Any, ...]] = {}
         self._confidence: dict[str, float] = {}
         self._lock = threading.Lock()
 
@@ -210,14 +213,15 @@ class EmbeddedSystem:
         # lazy: only when a knob is on
         from pytest_ragbench.systems import tuning
 
-        searched = [tuning.expand_query(self.generator, q) if self.query_expansion else q
-                    for q in queries]
+        tallies = [tuning.Tally(self.generator) for _ in queries]
+        searched = [tuning.expand_query(tally, q) if self.query_expansion else q
+                    for q, tally in zip(queries, tallies, strict=True)]
         reorders = bool(self.rerank or self.recency_weight or self.min_score is not None)
         depth = max(self.top_k, self.rerank_k) if reorders else self.top_k
         results = (self.retriever.retrieve_many(searched, top_k=depth, filters=self.filters)
                    if self.filters else self.retriever.retrieve_many(searched, top_k=depth))
         refined = []
-        for query, found in zip(queries, results, strict=True):
+        for query, found, tally in zip(queries, results, tallies, strict=True):
             contexts = list(found)
             if self.min_score is not None:
                 dense = dense_part(self.retriever)
@@ -226,8 +230,11 @@ class EmbeddedSystem:
             if self.recency_weight:
                 contexts = tuning.by_recency(contexts, self.recency_weight, self.date_field)
             if self._reranker is not None:
-                contexts = self._reranker.rerank(query, contexts)
+                contexts = self._reranker.rerank(query, contexts, tally)
             refined.append(tuple(contexts[:self.top_k]))
+            if tally.replies:
+                with self._lock:
+                    self._retrieval_calls[query] = tuple(tally.replies)
         return refined
 
     def declines(self, query: str) -> bool:
@@ -254,14 +261,15 @@ class EmbeddedSystem:
         query = retrieval_query(question, history)
         contexts = self.contexts(query)
         if self.declines(query):
-            return Answer(NO_ANSWER, contexts, latency_s=time.perf_counter() - started)
+            return self._counted(query, Answer(NO_ANSWER, contexts,
+                                               latency_s=time.perf_counter() - started))
         if self.generator is None:
-            return Answer(extractive_answer(question, contexts), contexts,
-                          latency_s=time.perf_counter() - started)
+            return self._counted(query, Answer(extractive_answer(question, contexts), contexts,
+                                               latency_s=time.perf_counter() - started))
         asked = time.perf_counter()
         reply = self.generator.generate(rag_messages(question, self.read(contexts), history),
                                         max_tokens=self.max_tokens)
-        return _generated(reply, contexts, started, asked)
+        return self._counted(query, _generated(reply, contexts, started, asked))
 
     async def aanswer(self, question: str, history: Sequence[Any] | None = None) -> Answer:
         """Answer one question without blocking the event loop."""
@@ -281,11 +289,18 @@ class EmbeddedSystem:
         declines = self.declines(query) if known else await asyncio.to_thread(self.declines,
                                                                               query)
         if declines:
-            return Answer(NO_ANSWER, contexts, latency_s=time.perf_counter() - started)
+            return self._counted(query, Answer(NO_ANSWER, contexts,
+                                               latency_s=time.perf_counter() - started))
         asked = time.perf_counter()
         reply = await agenerate(rag_messages(question, self.read(contexts), history),
                                 max_tokens=self.max_tokens)
-        return _generated(reply, contexts, started, asked)
+        return self._counted(query, _generated(reply, contexts, started, asked))
+
+    def _counted(self, query: str, answer: Answer) -> Answer:
+        """``answer`` with the model calls its query's retrieval made (reported once)."""
+        with self._lock:
+            calls = self._retrieval_calls.pop(query, ())
+        return dataclasses.replace(answer, retrieval_calls=calls) if calls else answer
 
 
 def _generated(reply: Any, contexts: Sequence[Context], started: float, asked: float) -> Answer:

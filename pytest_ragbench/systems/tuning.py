@@ -40,6 +40,20 @@ def expansion_messages(question: str) -> list[dict[str, str]]:
         f"spaces.\n\nQuestion: {question}")}]
 
 
+class Tally:
+    """A generator that keeps every reply it passes on (the model calls of one retrieval)."""
+
+    def __init__(self, generator: Any) -> None:
+        self.generator = generator
+        self.replies: list[Any] = []
+
+    def generate(self, messages: Any, **params: Any) -> Any:
+        """The generator's reply, kept."""
+        reply = self.generator.generate(messages, **params)
+        self.replies.append(reply)
+        return reply
+
+
 def expand_query(generator: Any, question: str) -> str:
     """The question followed by the generator's search terms (the question alone if none)."""
     reply = generator.generate(expansion_messages(question), max_tokens=EXPANSION_MAX_TOKENS)
@@ -132,9 +146,10 @@ class LlmReranker:
         """One line naming the re-ranker."""
         return "LLM re-ranking with the generator"
 
-    def rerank(self, query: str, contexts: Sequence[Context]) -> list[Context]:
-        """``contexts`` best first by the generator's grade."""
-        grades = llm_grades(self.generator, query, contexts)
+    def rerank(self, query: str, contexts: Sequence[Context],
+               generator: Any = None) -> list[Context]:
+        """``contexts`` best first by the grades of ``generator`` (default: this one's)."""
+        grades = llm_grades(generator or self.generator, query, contexts)
         return reorder(contexts, [None if g is None else float(g) for g in grades])
 
 
@@ -151,8 +166,12 @@ class CrossEncoderReranker:
         """One line naming the re-ranker."""
         return f"cross-encoder re-ranking with {self.model_path}"
 
-    def rerank(self, query: str, contexts: Sequence[Context]) -> list[Context]:
-        """``contexts`` best first by the cross-encoder's score of (query, text)."""
+    def rerank(self, query: str, contexts: Sequence[Context],
+               generator: Any = None) -> list[Context]:
+        """``contexts`` best first by the cross-encoder's score of (query, text).
+
+        ``generator`` is not used: a cross-encoder makes no model call.
+        """
         if not contexts:
             return []
         with self._lock:
