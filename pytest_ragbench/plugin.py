@@ -152,7 +152,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if settings.evaluate:
             from pytest_ragbench.kinds.ragcsv.progress import RagcsvProgress
 
-            config.pluginmanager.register(RagcsvProgress(config, settings.systems),
+            config.pluginmanager.register(RagcsvProgress(config),
                                           "ragbench-ragcsv-progress")
     else:
         _join_run(config)

@@ -265,6 +265,11 @@ class CaseItem(pytest.Function):
                       limits, self.system_name, self.nodeid, self._request)
         start = time.perf_counter()
         try:
+            if self.item_kind.plan_ahead is not None:
+                # lazy: the prefetch machinery (asyncio, threads) only for kinds that use it
+                from pytest_ragbench.run.prefetch import plan_ahead
+
+                plan_ahead(self.item_kind, run)  # start the work of the kind's items to come
             outcome: Outcome = self.item_kind.load_runner()(self.case, run)
         except RagbenchError as exc:
             self.record = self._record("error", time.perf_counter() - start, error=str(exc),

@@ -195,6 +195,18 @@ class ItemKind:
     false for a system the items of the kind never ask (its answer is then not fetched
     ahead). ``reader`` is the kind's own input format when its cases come from no case
     file (BEIR folders, RAGCSV files).
+
+    ``plan_ahead(items, item)`` (a callable or ``"module:function"``) starts the work the
+    kind can do ahead of its items: batched model calls, one retrieval run over every
+    query. It is called before an item of the kind runs, with the items of the kind and
+    of the same system still to come that it was not given before, and the
+    :class:`ItemRun` of the item about to run (fixtures, settings, session state); the
+    item is among them the first time. Serially that is once per system, with every
+    selected item; on a pytest-xdist worker only the items sent to that worker, topped
+    up as more arrive (``run/prefetch.py``, the one place that knows about xdist). It
+    starts the work (on a :class:`~pytest_ragbench.run.prefetch.Prefetcher` kept in
+    ``item.session_state``, say) and returns nothing; each item's runner then takes its
+    own result, and does the work itself for an item that was not planned.
     """
 
     name: str
@@ -210,6 +222,7 @@ class ItemKind:
     answers: str | Callable[[Any], str] = ASKS_SYSTEM
     asks: str | Callable[[Any], bool] | None = None
     reader: FormatReader | None = None
+    plan_ahead: str | Callable[[list[pytest.Item], ItemRun], None] | None = None
 
     def answer_source(self, case: Any) -> str:
         """Where the answer of this kind's item of ``case`` comes from (``answers``)."""
@@ -231,6 +244,11 @@ class ItemKind:
         """Import and return ``prepare`` (None when the kind has none)."""
         prepare: Callable[[pytest.Config], None] | None = _resolve(self.prepare)
         return prepare
+
+    def load_plan_ahead(self) -> Callable[[list[pytest.Item], ItemRun], None] | None:
+        """Import and return ``plan_ahead`` (None when the kind plans nothing ahead)."""
+        plan: Callable[[list[pytest.Item], ItemRun], None] | None = _resolve(self.plan_ahead)
+        return plan
 
     def metric_names(self) -> tuple[str, ...]:
         """The names of the metrics the kind may record (``source_hit@k`` for any k)."""
@@ -420,14 +438,15 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
                       "semantic_similarity", "token_f1", "rouge", "lexical_faithfulness",
                       "lexical_context_recall", _FACTS, *_STREAM),
              thresholds={_FACTS: 1.0}, loads=_RAGAS, prepare=f"{_PREPARE}:ragas",
-             answers=f"{_KINDS}.ragas:answer_source"),
+             answers=f"{_KINDS}.ragas:answer_source",
+             plan_ahead=f"{_KINDS}.ragas.runner:plan_ahead"),
     # A relevant document somewhere in the top 100 (reciprocal rank >= 1/100); the ranking
     # quality (nDCG@10, recall) is gated on its means. The retriever comes from
     # ragbench_beir_retriever_factory (or a named system) when the dataset first runs.
     ItemKind(name="beir", case_kind="beir", runner="pytest_ragbench.kinds.beir.runner:run",
              description="IR metrics on a BEIR query", family=EVALUATION,
              fixtures=("ragbench_config",), metrics=("nDCG@10", "R@10", "R@100", "MRR"),
-             thresholds={"MRR": 0.01},
+             thresholds={"MRR": 0.01}, plan_ahead=f"{_KINDS}.beir.runner:plan_ahead",
              reader=FormatReader(noun="BEIR folder",
                                  collector=f"{_KINDS}.beir.collect:BeirDataset",
                                  detect="pytest_ragbench.collect.files:is_beir_folder")),
@@ -439,7 +458,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              description="graded answer accuracy on a RAGCSV row", family=EVALUATION,
              fixtures=("ragbench_config", "ragbench_llm", "ragbench_judge"),
              metrics=("accuracy", "total_time_ms", *_STREAM, _FACTS), thresholds={_FACTS: 1.0},
-             answers=FROM_PASSAGES,
+             answers=FROM_PASSAGES, plan_ahead=f"{_KINDS}.ragcsv.runner:plan_ahead",
              reader=FormatReader(noun="RAGCSV file", suffix=".csv",
                                  collector=f"{_KINDS}.ragcsv.collect:RagcsvFile",
                                  detect=f"{_KINDS}.ragcsv.collect:named_ragcsv")),

@@ -66,6 +66,8 @@ class RagbenchSession:
         self.journal: journal_mod.JournalWriter | None = None
         self.signals = SignalWatch()
         self.selected: set[str] | None = None  # node ids of this session's ragbench items
+        # (kind, system) of each selected ragbench item: how many of each are to run
+        self.selected_names: dict[str, tuple[str, str | None]] = {}
         self.interrupted_workers: dict[str, str | None] = {}  # xdist id -> signal, if known
         self.status: RunStatus | None = None
         self.stopped_by: str | None = None  # the message of the interruption, if any
@@ -138,6 +140,9 @@ class RagbenchSession:
             self._items_known(set(self.merge_collected))
             return
         ours = [item for item in session.items if hasattr(item, "record_for_report")]
+        self.selected_names.update(
+            (item.nodeid, (str(getattr(getattr(item, "item_kind", None), "name", "")),
+                           getattr(item, "system_name", None))) for item in ours)
         self._items_known({item.nodeid for item in ours},
                           {str(getattr(item.item_kind, "name", "")) for item in ours
                            if hasattr(item, "item_kind")})
@@ -147,7 +152,9 @@ class RagbenchSession:
         """Under xdist: the items a worker collected (each worker collects them all)."""
         first = self.selected is None
         kinds = registry(self.config)
-        named = {nodeid: kinds.parse_nodeid(nodeid) for nodeid in ids}
+        named = {nodeid: kinds.parse_nodeid(nodeid, self.settings.systems) for nodeid in ids}
+        self.selected_names.update((nodeid, (found.kind, found.system))
+                                   for nodeid, found in named.items() if found is not None)
         self._items_known({nodeid for nodeid, found in named.items() if found is not None},
                           {found.kind for found in named.values() if found is not None})
         if first and self.selected and self.write_files and self.resume is None \
@@ -157,6 +164,10 @@ class RagbenchSession:
             self.plots_ahead = PlotsAhead(self.settings)
             found = (kinds.parse_nodeid(nodeid) for nodeid in self.selected)
             self.plots_ahead.expect(name.kind for name in found if name is not None)
+
+    def selected_count(self, kind: str, system: str | None) -> int:
+        """How many items of ``kind`` (and of ``system``, None: of none) were selected."""
+        return sum(found == (kind, system) for found in self.selected_names.values())
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
