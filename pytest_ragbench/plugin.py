@@ -159,11 +159,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _join_run(config: pytest.Config) -> None:
-    """On an xdist worker: the controller's run id and journal, and what resuming keeps."""
+    """On an xdist worker: the controller's run id and journal, and what resuming keeps.
+
+    And the kind and system of the items it collects are written for the controller.
+    """
+    from pytest_ragbench.run.collected import join_collection
     from pytest_ragbench.run.interruption import SignalWatch
     from pytest_ragbench.run.session import WORKER_INPUT_KEY
 
     config.stash[SIGNALS_KEY] = SignalWatch()
+    join_collection(config)
     run = getattr(config, "workerinput", {}).get(WORKER_INPUT_KEY)
     if not isinstance(run, dict):
         return

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
@@ -268,14 +268,6 @@ def _expanded(names: Iterable[str], metric: str) -> set[str]:
     return found
 
 
-class ItemName(NamedTuple):
-    """What a ragbench item's node id says: ``path::<kind>[<system>-<case label>]``."""
-
-    kind: str
-    system: str | None
-    case_label: str
-
-
 @dataclass(frozen=True)
 class KindRegistry:
     """The case kinds and item kinds of one session."""
@@ -299,22 +291,6 @@ class KindRegistry:
         """The kinds that read whole folders in their own format."""
         return [(kind, kind.reader) for kind in self.item_kinds.values()
                 if kind.reader is not None and not kind.reader.suffix]
-
-    def parse_nodeid(self, nodeid: str, systems: Iterable[str] = ()) -> ItemName | None:
-        """The kind, system and case label of a ragbench item's node id; None for other tests.
-
-        The one place a node id is read back into its kind and system: the records carry
-        both, but the xdist controller knows only the node ids of the items a worker
-        collected, until their reports arrive. ``systems``: those of --ragbench-systems
-        (an item of one is named ``kind[<system>-<case>]``).
-        """
-        name = nodeid.rpartition("::")[2]
-        kind, bracket, label = name.partition("[")
-        if not bracket or (kind not in self.item_kinds and kind != INVALID_CASE):
-            return None
-        label = label[:-1] if label.endswith("]") else label
-        system = next((s for s in systems if label.startswith(f"{s}-")), None)
-        return ItemName(kind, system, label[len(system) + 1:] if system else label)
 
     def file_kinds(self) -> list[str]:
         """The case kinds a case file may name, in registration order."""
