@@ -150,10 +150,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[KEPT_KEY] = session.kept_ids()
         config.stash[SIGNALS_KEY] = session.signals
         if settings.evaluate:
-            from pytest_ragbench.kinds.ragcsv.progress import RagcsvProgress
-
-            config.pluginmanager.register(RagcsvProgress(config),
-                                          "ragbench-ragcsv-progress")
+            _register_kind_plugins(config, kinds.item_kinds.values())
     else:
         _join_run(config)
 
@@ -191,6 +188,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     writer = config.stash.get(JOURNAL_KEY, None)
     if writer is not None:
         writer.close()
+
+
+def _register_kind_plugins(config: pytest.Config, item_kinds: Any) -> None:
+    """The plugins kinds add where the reports arrive (``ItemKind.controller_plugin``)."""
+    for kind in item_kinds:
+        make = kind.load_controller_plugin()
+        if make is not None:
+            config.pluginmanager.register(make(config), f"ragbench-{kind.name}-plugin")
 
 
 def _register_system_fixtures(config: pytest.Config) -> None:

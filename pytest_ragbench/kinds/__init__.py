@@ -207,6 +207,11 @@ class ItemKind:
     starts the work (on a :class:`~pytest_ragbench.run.prefetch.Prefetcher` kept in
     ``item.session_state``, say) and returns nothing; each item's runner then takes its
     own result, and does the work itself for an item that was not planned.
+
+    ``controller_plugin(config)`` (a callable or ``"module:function"``), when given, makes a
+    pytest plugin object that is registered under ``--ragbench`` where the items' reports
+    arrive (the xdist controller, or the one process): a running progress line of the
+    kind's items, say, reading each report's record.
     """
 
     name: str
@@ -223,6 +228,7 @@ class ItemKind:
     asks: str | Callable[[Any], bool] | None = None
     reader: FormatReader | None = None
     plan_ahead: str | Callable[[list[pytest.Item], ItemRun], None] | None = None
+    controller_plugin: str | Callable[[pytest.Config], object] | None = None
 
     def answer_source(self, case: Any) -> str:
         """Where the answer of this kind's item of ``case`` comes from (``answers``)."""
@@ -249,6 +255,11 @@ class ItemKind:
         """Import and return ``plan_ahead`` (None when the kind plans nothing ahead)."""
         plan: Callable[[list[pytest.Item], ItemRun], None] | None = _resolve(self.plan_ahead)
         return plan
+
+    def load_controller_plugin(self) -> Callable[[pytest.Config], object] | None:
+        """Import and return ``controller_plugin`` (None when the kind adds no plugin)."""
+        make: Callable[[pytest.Config], object] | None = _resolve(self.controller_plugin)
+        return make
 
     def metric_names(self) -> tuple[str, ...]:
         """The names of the metrics the kind may record (``source_hit@k`` for any k)."""
@@ -435,6 +446,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              fixtures=("ragbench_config", "ragbench_llm", "ragbench_judge"),
              metrics=("accuracy", "total_time_ms", *_STREAM, _FACTS), thresholds={_FACTS: 1.0},
              answers=FROM_PASSAGES, plan_ahead=f"{_KINDS}.ragcsv.runner:plan_ahead",
+             controller_plugin=f"{_KINDS}.ragcsv.progress:RagcsvProgress",
              reader=FormatReader(noun="RAGCSV file", suffix=".csv",
                                  collector=f"{_KINDS}.ragcsv.collect:RagcsvFile",
                                  detect=f"{_KINDS}.ragcsv.collect:named_ragcsv")),

@@ -1,9 +1,9 @@
 """The running progress line for RAGCSV rows: ``[00:01:23] 42/100 | Avg Acc=72.3% | ...``.
 
-Registered on the controller under ``--ragbench``: the records arrive on the test reports
-(replayed from the workers under xdist), so the figures are the same either way; kind and
-system come from each record, and the number of rows from the session's selection
-(``RagbenchSession.selected_count``). A line
+The ragcsv kind's ``controller_plugin``, registered under ``--ragbench`` where the reports
+arrive: the records arrive on the test reports (replayed from the workers under xdist),
+so the figures are the same either way; kind and system come from each record, and the
+number of rows from the session's selection (``RagbenchSession.selected_count``). A line
 ``ragcsv [00:00:12] 13/26 | Avg Acc=41.2% | Pass(>=75%)=1/13`` is written after every
 tenth of the rows (every row with ``-v``) and after the last one; ``Avg Acc`` is the mean of
 the rows scored so far, ``Pass`` counts the rows at or above the pass mark (the item
