@@ -30,7 +30,15 @@ from html import escape
 from typing import Any
 
 from pytest_ragbench.render import drilldown, plots, terminal
-from pytest_ragbench.render.text import bound, comparator, section_cell
+from pytest_ragbench.render.text import (
+    bound,
+    comparator,
+    interval,
+    num,
+    percent,
+    seconds,
+    section_cell,
+)
 from pytest_ragbench.results import coverage, stages
 from pytest_ragbench.results import verdict as verdict_mod
 from pytest_ragbench.results.gates import gate_line, regression_line
@@ -110,8 +118,8 @@ def interval_text(cell: dict[str, Any], share: bool = False) -> str:
     if low is None or high is None:
         return "-"
     if share:
-        return f"[{terminal.percent(low)}, {terminal.percent(high)}]"
-    return terminal.interval(low, high)
+        return f"[{percent(low)}, {percent(high)}]"
+    return interval(low, high)
 
 
 def pass_rate_text(cell: dict[str, Any]) -> str:
@@ -121,9 +129,9 @@ def pass_rate_text(cell: dict[str, Any]) -> str:
         return "-"
     low, high = plots.finite(cell.get("pass_rate_ci_low")), plots.finite(
         cell.get("pass_rate_ci_high"))
-    bounds = f" [{terminal.percent(low)}, {terminal.percent(high)}]" \
+    bounds = f" [{percent(low)}, {percent(high)}]" \
         if low is not None and high is not None else ""
-    return terminal.percent(rate) + bounds
+    return percent(rate) + bounds
 
 
 def threshold_text(cell: dict[str, Any]) -> str:
@@ -165,8 +173,8 @@ def value_text(cell: dict[str, Any], binary: bool, ones: int | None) -> str:
     if binary:
         n = cell.get("n") or 0
         count = ones if ones is not None else round(mean * n)
-        return f"{count}/{n} = {terminal.percent(mean)}"
-    return terminal.num(mean)
+        return f"{count}/{n} = {percent(mean)}"
+    return num(mean)
 
 
 # ------------------------------------------------------------------------- sections
@@ -245,7 +253,7 @@ def judge_section(document: dict[str, Any]) -> str:
             reasons = "; ".join(f"{count}: {reason}" for reason, count in
                                 (cell.get("unscored_reasons") or {}).items())
             rows.append([kind, metric, n, unscored,
-                         terminal.percent(unscored / total) if total else "-", reasons or "-"])
+                         percent(unscored / total) if total else "-", reasons or "-"])
             classes.append(["", "", "", "bad" if unscored else "", "", ""])
         parts.append(table(["kind", "metric", "scored", "unscored", "share unscored",
                             "why unscored"], rows, classes))
@@ -263,14 +271,14 @@ def calibration_table(calibration: dict[str, Any]) -> str:
         for metric, c in (metrics or {}).items():
             if not isinstance(c, dict):
                 continue
-            rows.append([kind, metric, terminal.num(c.get("n_labeled")),
-                         terminal.num(c.get("n_judged")), terminal.num(c.get("judge_mean")),
-                         terminal.num(c.get("human_mean")), terminal.num(c.get("agreement")),
-                         terminal.num(c.get("kappa")),
-                         f"{terminal.num(c.get('bias'))} "
-                         f"{terminal.interval(c.get('bias_ci_low'), c.get('bias_ci_high'))}",
-                         f"{terminal.num(c.get('ppi_mean'))} "
-                         f"{terminal.interval(c.get('ppi_ci_low'), c.get('ppi_ci_high'))}"])
+            rows.append([kind, metric, num(c.get("n_labeled")),
+                         num(c.get("n_judged")), num(c.get("judge_mean")),
+                         num(c.get("human_mean")), num(c.get("agreement")),
+                         num(c.get("kappa")),
+                         f"{num(c.get('bias'))} "
+                         f"{interval(c.get('bias_ci_low'), c.get('bias_ci_high'))}",
+                         f"{num(c.get('ppi_mean'))} "
+                         f"{interval(c.get('ppi_ci_low'), c.get('ppi_ci_high'))}"])
     if not rows:
         return ""
     return ("<h3>Calibration against human labels</h3><p class=meta>bias = judge − human on "
@@ -298,7 +306,7 @@ def generic(value: Any) -> str:
 
 def _plain(value: Any) -> str:
     if isinstance(value, float):
-        return terminal.num(value)
+        return num(value)
     return "-" if value is None else str(value)
 
 
@@ -319,8 +327,8 @@ def gates_section(document: dict[str, Any]) -> str:
             label = "threshold " if g.get("source") == "threshold" else ""
             rows.append([f'<span title="{esc(gate_line(g))}">{esc(label)}{esc(g.get("gate"))}'
                          "</span>", f"{checked} {op} {g.get('bound')}",
-                         terminal.num(plots.finite(g.get("value"))),
-                         terminal.num(plots.finite(g.get("mean"))),
+                         num(plots.finite(g.get("value"))),
+                         num(plots.finite(g.get("mean"))),
                          interval_text(g), g.get("n", 0), result])
             classes.append([""] * 6 + [{"MISSED": "bad", "passed": "good"}.get(result, "note")])
         parts.append(table(["gate", "checked", "value", "mean", "95% CI", "n", "result"],
@@ -537,7 +545,7 @@ def _service(usage: dict[str, Any], role: str) -> list[str]:
     def pair(p50: Any, p95: Any) -> str:
         if p50 is None:
             return "-"
-        return f"{terminal.seconds(p50)} / {terminal.seconds(p95)}"
+        return f"{seconds(p50)} / {seconds(p95)}"
 
     return [pair(row.get("service_p50_s"), row.get("service_p95_s")),
             pair(row.get("latency_p50_s"), row.get("latency_p95_s"))]

@@ -462,12 +462,12 @@ def ragbench_prefetch(request: pytest.FixtureRequest, ragbench_config: RagbenchC
     ``system_name``) is answered by that system, any other by ``ragbench_system``.
     An item takes its answer with ``ragbench_prefetch.answer(item.nodeid, system, request)``.
     On a pytest-xdist worker, only the worker's own items are prefetched: those it has
-    been sent and not run yet, topped up as each item asks (``run/schedule.py``).
+    been sent and not run yet, topped up as each item asks (``run/prefetch.py``'s
+    :func:`~pytest_ragbench.run.prefetch.items_ahead`).
     """
-    from pytest_ragbench.run.schedule import on_worker, upcoming
+    from pytest_ragbench.run.prefetch import items_ahead
 
     state = _ragbench_prefetch_state
-    worker = on_worker(request.config)
     if state.prefetcher is None:
         from pytest_ragbench.run.prefetch import Prefetcher
         from pytest_ragbench.run.progress import progress_bar
@@ -477,10 +477,8 @@ def ragbench_prefetch(request: pytest.FixtureRequest, ragbench_config: RagbenchC
             bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} ready")
         state.prefetcher = Prefetcher(ragbench_config.concurrency, loop=ragbench_loop,
                                       progress=progress, stream=ragbench_config.stream)
-        if not worker:
-            state.prefetcher.submit_many(_prefetch_jobs(request, request.session.items))
-    if worker:
-        fresh = [item for item in upcoming(request) if item.nodeid not in state.prefetcher]
+    fresh = items_ahead(request, ANSWER_REQUEST, lambda item: ANSWER_REQUEST in item.stash)
+    if fresh:
         state.prefetcher.submit_many(_prefetch_jobs(request, fresh))
     return state.prefetcher
 
