@@ -80,6 +80,7 @@ class Generated:
 
     cases: list[dict[str, Any]]
     accounting: Accounting
+    rejections: list[dict[str, Any]] = field(default_factory=list)  # each with its reason
 
 
 def draft(case: dict[str, Any], provenance: dict[str, Any]) -> dict[str, Any]:
