@@ -94,7 +94,7 @@ def source_type(spec: str) -> str:
             return "sql"
         if name.endswith((".log", "_structured.csv")):
             return "logs"
-        if name.endswith(TABLE_SUFFIXES):
+        if _is_table_file(path):
             return "tables"
         return "documents"
     if path.is_dir():
@@ -103,11 +103,24 @@ def source_type(spec: str) -> str:
         names = [p.name.lower() for p in path.iterdir()]
         if any(n.endswith((".log", "_structured.csv")) for n in names):
             return "logs"
-        if names and all(n.endswith(TABLE_SUFFIXES) for n in names if not n.startswith(".")):
+        files = [p for p in path.iterdir() if not p.name.startswith(".")]
+        if files and all(_is_table_file(p) for p in files):
             return "tables"
         return "documents"
     raise GenerateError(f"{spec}: no such file or folder (a database is given as a "
                         "SQLAlchemy URL such as sqlite:///path/to.db)")
+
+
+def _is_table_file(path: Path) -> bool:
+    """A CSV/TSV file, or a Markdown file mostly of table rows (else it is a document)."""
+    name = path.name.lower()
+    if name.endswith((".csv", ".tsv")):
+        return True
+    if not name.endswith(".md") or not path.is_file():
+        return False
+    lines = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace")
+             .splitlines() if line.strip()]
+    return bool(lines) and 2 * sum(line.startswith("|") for line in lines) >= len(lines)
 
 
 def generate(args: argparse.Namespace) -> Generated:
