@@ -72,6 +72,8 @@ def register(subparsers: Any) -> None:
     model.add_argument("--cache", type=Path, default=Path(".ragbench_cache"),
                        help="response and embedding cache folder (default .ragbench_cache; "
                             "an empty value: memory only)")
+    model.add_argument("--attempts", type=int, default=3,
+                       help="candidates written per case asked for, per type (default 3)")
     model.add_argument("--chunk-chars", type=int, default=1000,
                        help="passage size cap in characters (default 1000)")
     model.add_argument("--overlap-bound", type=float, default=0.7,
@@ -169,7 +171,7 @@ def generate_questions(args: argparse.Namespace, source: str) -> Generated:
                                       seed=args.seed,
                                       bounds=Bounds(args.overlap_bound, args.duplicate_bound),
                                       source_label=f"{source}:{path.name}")
-        return generator.run(args.n, types)
+        return generator.run(args.n, types, attempts_per_case=max(1, args.attempts))
     finally:
         close = getattr(model, "close", None)
         if close is not None:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_ragbench.datasets.generate.common import Accounting, Generated, GenerateError, draft
-from pytest_ragbench.errors import ModelCallError
+from pytest_ragbench.errors import ModelCallError, UnusableReply
 from pytest_ragbench.systems.protocols import Document
 
 TYPES = ("factual", "multi_hop", "comparison", "conversational", "noisy", "unanswerable")
@@ -223,7 +223,7 @@ class QuestionGenerator:
         generation = self.model.generate(messages, schema=schema, max_tokens=200)
         data = generation.data
         if not isinstance(data, dict):
-            raise ModelCallError("the reply is not a JSON object")
+            raise UnusableReply("the reply is not a JSON object", reply=generation.text)
         return data
 
     def write(self, question_type: str, rng: random.Random,
@@ -362,7 +362,7 @@ class QuestionGenerator:
                 try:
                     candidate = self.write(question_type, rng, pair)
                 except ModelCallError as exc:
-                    self._reject(question_type, "model reply unusable", None, str(exc))
+                    self._reject(question_type, _failure("model", exc), None, str(exc))
                     continue
                 assert candidate is not None
                 self._filter(candidate, kept, factual_kept)
@@ -393,7 +393,7 @@ class QuestionGenerator:
         try:
             record, reason = self.check(candidate)
         except ModelCallError as exc:
-            self._reject(candidate.type, "judge reply unusable", candidate, str(exc))
+            self._reject(candidate.type, _failure("judge", exc), candidate, str(exc))
             return
         if reason is not None:
             self._reject(candidate.type, reason, candidate, record=record)
@@ -450,6 +450,11 @@ class QuestionGenerator:
             if case["id"] not in chosen:
                 self.accounting.reject(f"llm/{kind}", "over quota")
         return [by_id[i] for i in sorted(chosen)]
+
+
+def _failure(role: str, exc: ModelCallError) -> str:
+    """The rejection reason of a failed call: a reply not as asked, or no reply."""
+    return f"{role} reply unusable" if isinstance(exc, UnusableReply) else f"{role} call failed"
 
 
 def _text(data: dict[str, Any], key: str) -> str:
