@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
+from pytest_ragbench.cases.build import build_cases
+from pytest_ragbench.cases.loaders import read_case_file
 from pytest_ragbench.datasets.generate.questions import QuestionGenerator
 from pytest_ragbench.systems.protocols import Document
 from tests.llama_server import LlamaServer, llama_server  # noqa: F401  (the fixture)
@@ -100,6 +102,25 @@ def test_generation_through_a_real_server_records_every_filter(
     assert again.returncode == made.returncode, again.stderr
     assert sum(llama_server.statuses().values()) == before
     assert out.read_text() == first
+    built = build_cases(read_case_file(out))
+    assert built.invalid == []
+    assert {c.kind for c in built.cases} <= {"vector"}
+
+    # --kind=ragas: the same kept questions, their source passages as contexts
+    ragas_out = tmp_path / "drafts_ragas.yaml"
+    as_ragas = _generate(tmp_path, *args[:-2], f"--out={ragas_out}", "--kind=ragas")
+    assert as_ragas.returncode == made.returncode, as_ragas.stderr
+    assert llama_server.statuses()[200] == before
+    built = build_cases(read_case_file(ragas_out))
+    assert built.invalid == []
+    assert {c.kind for c in built.cases} <= {"ragas"}
+    samples = yaml.safe_load(ragas_out.read_text()).get("cases") or []
+    assert [s["question"] for s in samples] == [c["question"] for c in cases]
+    for sample, case in zip(samples, cases, strict=True):
+        if case["category"] != "unanswerable":
+            assert sample["contexts"] and all(
+                any(text in context or context in text for text in DOCUMENTS.values())
+                for context in sample["contexts"])
 
 
 class _Scripted:

@@ -164,6 +164,9 @@ def generate_questions(args: argparse.Namespace, source: str) -> Generated:
     passages, problems = reader(path, args.chunk_chars)
     for problem in problems:
         print(f"ragbench generate: skipped: {problem}", file=sys.stderr)
+    if args.kind not in (None, "vector", "ragas"):
+        raise GenerateError(f"--kind {args.kind}: documents and BEIR give vector or ragas "
+                            "cases")
     types = [t.strip() for t in str(args.types).split(",") if t.strip()]
     model, embedder, retriever = _model_parts(args)
     try:
@@ -171,7 +174,10 @@ def generate_questions(args: argparse.Namespace, source: str) -> Generated:
                                       seed=args.seed,
                                       bounds=Bounds(args.overlap_bound, args.duplicate_bound),
                                       source_label=f"{source}:{path.name}")
-        return generator.run(args.n, types, attempts_per_case=max(1, args.attempts))
+        generated = generator.run(args.n, types, attempts_per_case=max(1, args.attempts))
+        if args.kind == "ragas":
+            generated.cases = [generator.as_ragas(case) for case in generated.cases]
+        return generated
     finally:
         close = getattr(model, "close", None)
         if close is not None:

@@ -19,7 +19,7 @@ is the rejection reason):
 - ``judge``: the model, asked again, finds the answer in the source passage(s) (for an
   unanswerable question: not in the passages the default retriever returns);
 - ``duplicate``: the question's MiniLM cosine to every kept question stays below
-  ``duplicate_bound``;
+  ``duplicate_bound`` (a noisy variant's own original excepted);
 - ``difficulty``: the rank of the source passage under the default retriever — 1 easy,
   2–5 medium, lower or not retrieved hard (the worst rank of two sources).
 
@@ -212,7 +212,7 @@ class QuestionGenerator:
         self.source_label = source_label
         self.accounting = Accounting()
         self.rejections: list[dict[str, Any]] = []
-        self._kept_vectors: list[Any] = []
+        self._kept_vectors: dict[str, Any] = {}  # kept question -> its MiniLM vector
         self._indexed = False
 
     # -- model calls ------------------------------------------------------------------
@@ -300,7 +300,10 @@ class QuestionGenerator:
             if found:
                 return record, "judge: the corpus answers it"
         vector = np.asarray(self.embedder.embed([candidate.question])[0], dtype=np.float32)
-        nearest = max((float(vector @ kept) for kept in self._kept_vectors), default=0.0)
+        # a noisy variant is compared with every kept question but the one it perturbs
+        base = candidate.extra.get("original_question")
+        nearest = max((float(vector @ kept) for question, kept in self._kept_vectors.items()
+                       if question != base), default=0.0)
         record["duplicate"] = {"max_similarity": round(nearest, 3),
                                "bound": self.bounds.duplicate}
         if nearest >= self.bounds.duplicate:
@@ -308,7 +311,7 @@ class QuestionGenerator:
         record["difficulty"] = {"rank": rank, "level": difficulty(rank) if candidate.sources
                                 else "hard", "retriever": "default hybrid",
                                 "depth": RANK_DEPTH}
-        self._kept_vectors.append(vector)
+        self._kept_vectors[candidate.question] = vector
         return record, None
 
     # -- the run ----------------------------------------------------------------------
@@ -333,6 +336,21 @@ class QuestionGenerator:
                             "documents": sources,
                             "passages": [p.id for p in candidate.sources],
                             **candidate.extra, "filters": record})
+
+    def as_ragas(self, case: dict[str, Any]) -> dict[str, Any]:
+        """A kept vector case as a ragas sample: its source passages as contexts."""
+        provenance = case["provenance"]
+        texts = {p.id: p.text for p in self.passages}
+        sample: dict[str, Any] = {
+            "id": case["id"], "category": case["category"], "question": case["question"],
+            "ground_truth": case["ground_truth"],
+            "contexts": [texts[i] for i in provenance["passages"] if i in texts],
+            "doc_type": "clean_text", "question_type": case["category"],
+            "difficulty": provenance["filters"]["difficulty"]["level"],
+            "source_dataset": self.source_label}
+        if "history" in case:
+            sample["metadata"] = {"history": case["history"]}
+        return {**sample, "review": case["review"], "provenance": provenance}
 
     def run(self, n: int, types: Sequence[str] = TYPES,
             attempts_per_case: int = 3,
