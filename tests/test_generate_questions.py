@@ -64,7 +64,7 @@ def test_generation_through_a_real_server_records_every_filter(
     answered = llama_server.statuses()[200] - before
     accounting = json.loads(report.read_text())
     print(made.stdout)  # the yield table, for the record
-    assert accounting["model_calls"] == answered > 0
+    assert accounting["model_calls"] - accounting["cached_calls"] == answered > 0
     assert "model calls: " in made.stdout and "llm/factual" in made.stdout
     cases = (yaml.safe_load(out.read_text()) or {}).get("cases") or []
     kept = sum(accounting["kept"].values())
@@ -97,11 +97,15 @@ def test_generation_through_a_real_server_records_every_filter(
 
     # the same seed again: every call answered from the cache, the same file
     first = out.read_text()
-    before = sum(llama_server.statuses().values())
+    before = llama_server.statuses()[200]
     again = _generate(tmp_path, *args)
     assert again.returncode == made.returncode, again.stderr
-    assert sum(llama_server.statuses().values()) == before
+    assert llama_server.statuses()[200] == before
     assert out.read_text() == first
+    cached = json.loads(report.read_text())
+    assert cached["cached_calls"] == cached["model_calls"] == accounting["model_calls"]
+    assert cached["kept"] == accounting["kept"]
+    assert sum(accounting["kept_by_difficulty"].values()) == kept
     built = build_cases(read_case_file(out))
     assert built.invalid == []
     assert {c.kind for c in built.cases} <= {"vector"}

@@ -221,6 +221,7 @@ class QuestionGenerator:
         messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
         self.accounting.model_calls += 1
         generation = self.model.generate(messages, schema=schema, max_tokens=200)
+        self.accounting.cached_calls += bool(getattr(generation, "cached", False))
         data = generation.data
         if not isinstance(data, dict):
             raise UnusableReply("the reply is not a JSON object", reply=generation.text)
@@ -404,6 +405,8 @@ class QuestionGenerator:
         cases = self._by_quota(kept, targets)
         for case in cases:
             self.accounting.keep(f"llm/{case['category']}")
+            level = case["provenance"]["filters"]["difficulty"]["level"]
+            self.accounting.difficulty[f"llm/{case['category']}/{level}"] += 1
         return Generated(cases, self.accounting.finish(), self.rejections)
 
     def _filter(self, candidate: Candidate, kept: list[tuple[dict[str, Any], str, str]],
