@@ -186,6 +186,7 @@ def generate_questions(args: argparse.Namespace, source: str) -> Generated:
 
 def _model_parts(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """The question writer and judge (cached), the MiniLM embedder and the default retriever."""
+    # lazy: the model, the embedder and the retriever load only for documents and BEIR
     from pytest_ragbench.systems.cache import Caches
     from pytest_ragbench.systems.embedder import SentenceTransformerEmbedder
     from pytest_ragbench.systems.retrievers import default_retriever
@@ -195,11 +196,13 @@ def _model_parts(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     retriever = default_retriever(embedder, index_dir=caches.index_dir)
     model: Any
     if args.llm_url:
+        # lazy: the model, the embedder and the retriever load only for documents and BEIR
         from pytest_ragbench.systems.openai_client import OpenAICompatibleClient
 
         model = OpenAICompatibleClient(args.llm_url, args.llm_model, seed=args.seed,
                                        cache=caches.responses, role="generator")
     else:
+        # lazy: the model, the embedder and the retriever load only for documents and BEIR
         from pytest_ragbench.systems.local_llm import LlamaCppGenerator, find_gguf
 
         gguf = find_gguf()

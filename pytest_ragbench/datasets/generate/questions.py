@@ -161,6 +161,7 @@ def entity_pairs(passages: Sequence[Document], rng: random.Random
 
 def perturb(question: str, seed: int) -> tuple[str, str] | None:
     """The question perturbed by one of the robustness kinds (typos first), and the change."""
+    # lazy: the perturbations import hypothesis, needed only for noisy variants
     from pytest_ragbench.robust.perturb import strategy_for
     from pytest_ragbench.robust.tables import bundled_tables
 
@@ -179,6 +180,7 @@ def perturb(question: str, seed: int) -> tuple[str, str] | None:
 
 def _examples(strategy: Any, seed: int) -> list[Any]:
     """A few examples of a hypothesis strategy, the same for the same seed."""
+    # lazy: hypothesis, needed only for noisy variants
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as fixed_seed
 
@@ -443,6 +445,7 @@ class QuestionGenerator:
 
         A short stratum's room goes to the other difficulties of its type.
         """
+        # lazy: the sampler's modules, needed only once candidates are kept
         from pytest_ragbench.datasets.quotas import Quota
         from pytest_ragbench.datasets.sample import NormalizedSample
         from pytest_ragbench.datasets.sampling import stratified_sample
