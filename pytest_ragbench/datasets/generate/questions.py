@@ -336,7 +336,7 @@ class QuestionGenerator:
         model = getattr(self.model, "model_id", None) or getattr(self.model, "model", None)
         return draft(case, {"generator": f"llm/{candidate.type}", "model": model,
                             "seed": self.seed, "source": self.source_label,
-                            "documents": sources,
+                            "documents": list(sources),  # a copy: no YAML alias
                             "passages": [p.id for p in candidate.sources],
                             **candidate.extra, "filters": record})
 
