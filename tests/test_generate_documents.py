@@ -16,11 +16,15 @@ from pytest_ragbench.datasets.generate.documents import (
     read_documents,
 )
 from pytest_ragbench.datasets.generate.questions import (
+    Bounds,
+    Candidate,
+    QuestionGenerator,
     copy_overlap,
     difficulty,
     entities,
     entity_pairs,
     perturb,
+    source_share,
 )
 from pytest_ragbench.systems.protocols import Document
 from tests.conftest import REPO_ROOT
@@ -113,6 +117,46 @@ def test_copy_overlap_measures_a_copied_sentence() -> None:
                         source) == 1.0
     reworded = copy_overlap("Which efficiency measure counts trips to the line?", source)
     assert reworded < 0.5
+
+
+def _shooting_passage() -> Document:
+    """The bundled glossary on shooting efficiency, up to its true shooting entry."""
+    path = REPO_ROOT / "test_cases" / "corpus" / "glossary_shooting_efficiency.md"
+    text = path.read_text(encoding="utf-8").split("**True shooting")[0]
+    return Document("glossary_shooting_efficiency.md#0", text,
+                    {"source": "glossary_shooting_efficiency.md"})
+
+
+def test_source_share_counts_question_words_found_anywhere_in_the_passages() -> None:
+    passage = _shooting_passage().text
+    # what SmolLM2 wrote for a passage, which its own judge accepted
+    assert source_share("What is the answer to the question?", [passage]) == 0.0
+    on_topic = "How is a player who attempts no threes stored in the database?"
+    assert source_share(on_topic, [passage]) >= 0.5
+    assert source_share("Which stat is stored as NULL?", []) == 0.0
+
+
+def test_a_question_that_shares_no_word_with_its_source_is_rejected_before_any_call(
+) -> None:
+    # no model, embedder or retriever: the overlap filter must decide before they are used
+    passage = _shooting_passage()
+    generator = QuestionGenerator([passage], None, embedder=None, retriever=None)
+    candidate = Candidate("factual", "What is the answer to the question?", "yes", [passage])
+    record, reason = generator.check(candidate)
+    assert reason == "shares too few words with its source"
+    assert record["overlap"]["in_sources"] == 0.0
+    assert record["overlap"]["min"] == Bounds().min_overlap
+    assert generator.accounting.model_calls == 0
+    # a follow-up leans on its first question: their words together are counted
+    follow_up = Candidate("conversational", "Why is that?", "it is undefined", [passage],
+                          history=[{"role": "user",
+                                    "content": "How are missing three-point percentages "
+                                               "stored in the database?"},
+                                   {"role": "assistant", "content": "As NULL."}])
+    alone = Candidate("conversational", "Why is that?", "it is undefined", [passage])
+    assert generator.check(alone)[1] == "shares too few words with its source"
+    with pytest.raises(AttributeError):  # past the overlap filter: the retriever is next
+        generator.check(follow_up)
 
 
 @pytest.mark.parametrize(("rank", "level"), [(1, "easy"), (2, "medium"), (5, "medium"),

@@ -79,6 +79,9 @@ def register(subparsers: Any) -> None:
     model.add_argument("--overlap-bound", type=float, default=0.7,
                        help="most share of a question's content words found in one source "
                             "sentence (default 0.7)")
+    model.add_argument("--min-overlap", type=float, default=0.2,
+                       help="least share of a question's content words found anywhere in "
+                            "its source passages (default 0.2; not for unanswerable)")
     model.add_argument("--duplicate-bound", type=float, default=0.9,
                        help="cosine (MiniLM) at which a question is a near-duplicate of a "
                             "kept one (default 0.9)")
@@ -172,7 +175,8 @@ def generate_questions(args: argparse.Namespace, source: str) -> Generated:
     try:
         generator = QuestionGenerator(passages, model, embedder=embedder, retriever=retriever,
                                       seed=args.seed,
-                                      bounds=Bounds(args.overlap_bound, args.duplicate_bound),
+                                      bounds=Bounds(args.overlap_bound, args.duplicate_bound,
+                                                    args.min_overlap),
                                       source_label=f"{source}:{path.name}")
         generated = generator.run(args.n, types, attempts_per_case=max(1, args.attempts))
         if args.kind == "ragas":

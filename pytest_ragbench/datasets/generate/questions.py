@@ -15,7 +15,11 @@ Filters, recorded under ``provenance.filters`` of every kept case (the first tha
 is the rejection reason):
 
 - ``overlap``: the share of the question's content words found in one sentence of its
-  source must not exceed ``overlap_bound`` (a copied sentence is too easy);
+  source must not exceed ``overlap_bound`` (a copied sentence is too easy), and the share
+  found anywhere in its source passages must reach ``min_overlap`` (a question that shares
+  no word with its passages is not about them, whatever a weak judge says); a
+  conversational follow-up counts its first question's words too, and an unanswerable
+  question has no source, so neither bound applies to it;
 - ``judge``: the model, asked again, finds the answer in the source passage(s) (for an
   unanswerable question: not in the passages the default retriever returns);
 - ``duplicate``: the question's MiniLM cosine to every kept question stays below
@@ -98,6 +102,7 @@ class Bounds:
 
     overlap: float = 0.7
     duplicate: float = 0.9
+    min_overlap: float = 0.2
 
 
 @dataclass
@@ -118,15 +123,27 @@ def content_words(text: str) -> list[str]:
 
 
 def copy_overlap(question: str, passages: Sequence[str]) -> float:
-    """The largest share of the question's content words found in one source sentence."""
+    """The largest share of the question's content words found in one source sentence.
+
+    A question without content words copies nothing (0); ``source_share`` rejects it.
+    """
     words = set(content_words(question))
     if not words:
-        return 1.0
+        return 0.0
     best = 0.0
     for passage in passages:
         for sentence in _SENTENCE.split(passage):
             best = max(best, len(words & set(content_words(sentence))) / len(words))
     return round(best, 3)
+
+
+def source_share(question: str, passages: Sequence[str]) -> float:
+    """The share of the question's content words found anywhere in the passages (0 if none)."""
+    words = set(content_words(question))
+    if not words:
+        return 0.0
+    found = set().union(*(content_words(p) for p in passages)) if passages else set()
+    return round(len(words & found) / len(words), 3)
 
 
 def difficulty(rank: int | None) -> str:
@@ -286,8 +303,16 @@ class QuestionGenerator:
         if not candidate.question.strip() or not candidate.answer.strip():
             return record, "empty question or answer"
         if candidate.sources:
-            overlap = copy_overlap(candidate.question, [p.text for p in candidate.sources])
-            record["overlap"] = {"value": overlap, "bound": self.bounds.overlap}
+            texts = [p.text for p in candidate.sources]
+            overlap = copy_overlap(candidate.question, texts)
+            # a follow-up says "it" for what its first question named
+            asked = " ".join([*(t["content"] for t in candidate.history if t["role"] == "user"),
+                              candidate.question])
+            share = source_share(asked, texts)
+            record["overlap"] = {"value": overlap, "bound": self.bounds.overlap,
+                                 "in_sources": share, "min": self.bounds.min_overlap}
+            if share < self.bounds.min_overlap:
+                return record, "shares too few words with its source"
             if overlap > self.bounds.overlap:
                 return record, "copies its source sentence"
         hits, rank = self.ranks(candidate.question, candidate.sources)
