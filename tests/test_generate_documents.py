@@ -1,6 +1,6 @@
 """``ragbench generate`` from documents and BEIR corpora: passages and the filters' parts.
 
-The model-facing paths are in tests/test_generate_questions_server.py (a real server).
+The model-facing paths are in tests/test_generate_questions.py (a real server).
 """
 
 from __future__ import annotations
