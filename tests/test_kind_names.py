@@ -46,6 +46,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("datasets/generate/command.py", "sql"): "the name of an input source of the generator",
     ("datasets/generate/command.py", "beir"): "the name of an input source of the generator",
     ("datasets/generate/sql.py", "sql"): "the kind of the records the SQL generator writes",
+    ("datasets/generate/command.py", "vector"): "a kind the documents generator writes",
+    ("datasets/generate/command.py", "ragas"): "a kind the documents generator writes",
 }
 
 
