@@ -83,6 +83,12 @@ def pytest_configure(config: pytest.Config) -> None:
     register_environment()  # the secrets: masked in everything written or printed
     try:
         settings = build_config(config)
+        if settings.sweep is not None or settings.chosen is not None:
+            from pytest_ragbench.config.settings import with_configurations
+            from pytest_ragbench.systems.sweep import expand
+
+            settings = with_configurations(settings, expand(config, settings.sweep,
+                                                            settings.chosen))
         register_urls(settings.urls())
         kinds = registry(config)
         if not hasattr(config, "workerinput") and (settings.thresholds or settings.gates
@@ -144,20 +150,22 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[KEPT_KEY] = session.kept_ids()
         config.stash[SIGNALS_KEY] = session.signals
         if settings.evaluate:
-            from pytest_ragbench.kinds.ragcsv.progress import RagcsvProgress
-
-            config.pluginmanager.register(RagcsvProgress(config, settings.systems),
-                                          "ragbench-ragcsv-progress")
+            _register_kind_plugins(config, kinds.item_kinds.values())
     else:
         _join_run(config)
 
 
 def _join_run(config: pytest.Config) -> None:
-    """On an xdist worker: the controller's run id and journal, and what resuming keeps."""
+    """On an xdist worker: the controller's run id and journal, and what resuming keeps.
+
+    And the kind and system of the items it collects are written for the controller.
+    """
+    from pytest_ragbench.run.collected import join_collection
     from pytest_ragbench.run.interruption import SignalWatch
     from pytest_ragbench.run.session import WORKER_INPUT_KEY
 
     config.stash[SIGNALS_KEY] = SignalWatch()
+    join_collection(config)
     run = getattr(config, "workerinput", {}).get(WORKER_INPUT_KEY)
     if not isinstance(run, dict):
         return
@@ -180,6 +188,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     writer = config.stash.get(JOURNAL_KEY, None)
     if writer is not None:
         writer.close()
+
+
+def _register_kind_plugins(config: pytest.Config, item_kinds: Any) -> None:
+    """The plugins kinds add where the reports arrive (``ItemKind.controller_plugin``)."""
+    for kind in item_kinds:
+        make = kind.load_controller_plugin()
+        if make is not None:
+            config.pluginmanager.register(make(config), f"ragbench-{kind.name}-plugin")
 
 
 def _register_system_fixtures(config: pytest.Config) -> None:

@@ -3,7 +3,9 @@
 Collection, items, fixtures, the run machinery, aggregation, rendering, plugin.py and
 config/ learn about kinds from the registry (``pytest_ragbench.kinds``), never by name:
 a string literal equal to a built-in kind's name outside ``pytest_ragbench/kinds/`` fails
-this test unless the allow-list below says why it means something else there.
+this test unless the allow-list below says why it means something else there. Nor does
+one import a built-in kind's package (``pytest_ragbench.kinds.ragcsv...``), unless
+``IMPORTS_LEFT`` names it as not moved yet.
 """
 
 from __future__ import annotations
@@ -44,7 +46,40 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("datasets/generate/command.py", "sql"): "the name of an input source of the generator",
     ("datasets/generate/command.py", "beir"): "the name of an input source of the generator",
     ("datasets/generate/sql.py", "sql"): "the kind of the records the SQL generator writes",
+    ("datasets/generate/command.py", "vector"): "a kind the documents generator writes",
+    ("datasets/generate/command.py", "ragas"): "a kind the documents generator writes",
 }
+
+
+# (module under pytest_ragbench/, kind): a generic module still importing a kind's package.
+IMPORTS_LEFT: dict[tuple[str, str], str] = {
+    ("cli.py", "traffic"): "the `ragbench traffic` command: kinds cannot add commands yet",
+    ("plugin.py", "traffic"): "--ragbench-sample draws from the traffic items at selection",
+    ("collect/files.py", "robust"): "a case file's robust items are made with its cases",
+}
+
+
+def kind_imports(package: Path) -> dict[tuple[str, str], list[int]]:
+    """``{(module, kind): [line, ...]}`` for every import of a built-in kind outside kinds/."""
+    found: dict[tuple[str, str], list[int]] = {}
+    for path in sorted(package.rglob("*.py")):
+        module = path.relative_to(package).as_posix()
+        if module.startswith("kinds/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), module)):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            for name in names:
+                parts = name.split(".")
+                if parts[:2] == ["pytest_ragbench", "kinds"] and len(parts) > 2 \
+                        and parts[2] in KIND_NAMES:
+                    lines = found.setdefault((module, parts[2]), [])
+                    if node.lineno not in lines:
+                        lines.append(node.lineno)
+    return found
 
 
 def kind_literals(package: Path) -> dict[tuple[str, str], list[int]]:
@@ -73,6 +108,26 @@ def test_no_generic_module_names_a_built_in_kind() -> None:
                          "the registry (pytest_ragbench.kinds) instead:\n" + "\n".join(named))
     stale = sorted(set(ALLOWED) - set(found))
     assert stale == [], f"allowed but no longer found (remove them from ALLOWED): {stale}"
+
+
+def test_no_generic_module_imports_a_built_in_kind() -> None:
+    found = kind_imports(PACKAGE)
+    named = [f"pytest_ragbench/{module}:{lines[0]}: imports the {kind} kind"
+             for (module, kind), lines in found.items() if (module, kind) not in IMPORTS_LEFT]
+    assert named == [], ("a module outside pytest_ragbench/kinds/ imports a built-in kind: "
+                         "let the kind contribute it through its ItemKind:\n" + "\n".join(named))
+    stale = sorted(set(IMPORTS_LEFT) - set(found))
+    assert stale == [], f"no longer imported (remove them from IMPORTS_LEFT): {stale}"
+
+
+def test_the_import_check_finds_a_kind_imported_outside_kinds(tmp_path: Path) -> None:
+    (tmp_path / "plugin.py").write_text(
+        "from pytest_ragbench.kinds.ragcsv.progress import RagcsvProgress\n"
+        "from pytest_ragbench.kinds import beir, registry\n"
+        "import pytest_ragbench.kinds.sql.runner\n"
+        "from pytest_ragbench.kinds import answer_common\n")
+    assert kind_imports(tmp_path) == {("plugin.py", "ragcsv"): [1], ("plugin.py", "beir"): [2],
+                                      ("plugin.py", "sql"): [3]}
 
 
 def test_the_check_finds_a_kind_name_outside_kinds(tmp_path: Path) -> None:

@@ -101,7 +101,9 @@ def test_a_planted_drop_in_week_3_is_drift_and_raises_the_critical_trigger(
     document = project.results()
     traffic = document["traffic"]
     assert traffic["interactions"] == 180
-    worse = {c["metric"]: c for c in traffic["drift"] if c["worse"]}
+    # latency_ms is the app's real timing: on a loaded machine it may drift in any week
+    worse = {c["metric"]: c for c in traffic["drift"]
+             if c["worse"] and c["metric"] != "latency_ms"}
     assert {"mean_similarity", "user_feedback"} <= set(worse)
     assert all(c["before"] == "2026-W46" and c["after"] == "2026-W47" for c in worse.values())
     assert worse["mean_similarity"]["p_holm"] < 0.05 and worse["mean_similarity"]["high"] < 0

@@ -12,7 +12,9 @@ import pytest
 
 from pytest_ragbench import kinds
 from pytest_ragbench.kinds import ItemKind
+from pytest_ragbench.results.records import ItemIdentity
 from pytest_ragbench.run import worker_groups
+from pytest_ragbench.run.collected import collected_items
 from tests.project import RagbenchProject
 
 pytest_plugins = ["pytester"]
@@ -38,13 +40,15 @@ def test_grouped_items_are_one_unit_and_the_others_chunks() -> None:
     groups = {"ragas": "ragas"}
     nodeids = [f"test_cases/s.jsonl::ragas[s{i}]" for i in range(5)]
     nodeids += [f"test_cases/v.yaml::vector[v{i}]" for i in range(16)]
-    nodeids += ["tests/test_mine.py::test_ragas[1]"]  # a user's test is never a ragas item
-    units = worker_groups.work_units(nodeids, groups, workers=2)
+    nodeids += ["tests/test_mine.py::test_ragas[1]"]  # a user's test: no kind
+    kinds = {n: "ragas" for n in nodeids[:5]} | {n: "vector" for n in nodeids[5:21]}
+    units = worker_groups.work_units(nodeids, groups, workers=2, kind_of=kinds.get)
     assert {units[n] for n in nodeids[:5]} == {"ragbench-loads:ragas"}
     others = [units[n] for n in nodeids[5:]]
     sizes = [others.count(unit) for unit in dict.fromkeys(others)]  # in collection order
     assert sizes == [2] + [1] * 15  # 17 // (4 * 2) items, then a quarter share of the rest
-    many = worker_groups.work_units([f"v.yaml::vector[v{i}]" for i in range(251)], groups, 2)
+    many = worker_groups.work_units([f"v.yaml::vector[v{i}]" for i in range(251)], groups, 2,
+                                    kind_of=lambda nodeid: "vector")
     sizes = [list(many.values()).count(unit) for unit in dict.fromkeys(many.values())]
     assert sizes[:3] == [31, 27, 24] and sizes[-1] == 1 and sum(sizes) == 251
     assert sizes == sorted(sizes, reverse=True)
@@ -115,7 +119,10 @@ def test_a_dist_mode_the_user_names_is_left_alone(pytester: pytest.Pytester, dis
     assert plugin.pytest_xdist_make_scheduler(config, None) is None
     config.option.dist = "load"  # what -n N alone means: the ragbench scheduler
     made = plugin.pytest_xdist_make_scheduler(config, None)
-    assert made is not None and made._split_scope("s.jsonl::ragas[a]") == "ragbench-loads:ragas"
+    collected_items(config).items["s.jsonl::odd[a]"] = ItemIdentity(
+        "ragas", None, "ragas", "a", "s.jsonl", 1)  # as a worker wrote it
+    assert made is not None and made._split_scope("s.jsonl::odd[a]") == "ragbench-loads:ragas"
+    assert made._split_scope("s.jsonl::ragas[b]") == "s.jsonl::ragas[b]"  # not collected
 
 
 class _FakeWorker:
@@ -157,8 +164,9 @@ def test_kinds_with_more_metrics_are_sent_first() -> None:
     """Their plots take longest to draw, and are drawn once the kind's last item reports."""
     nodeids = [f"s.yaml::sql[s{i}]" for i in range(8)]
     nodeids += [f"v.yaml::vector[v{i}]" for i in range(8)]
+    kinds = {n: "sql" for n in nodeids[:8]} | {n: "vector" for n in nodeids[8:]}
     units = worker_groups.work_units(nodeids, {}, workers=1,
-                                     metric_counts={"sql": 1, "vector": 15})
+                                     metric_counts={"sql": 1, "vector": 15}, kind_of=kinds.get)
     chunk = {n: int(units[n].rsplit(":", 1)[1]) for n in nodeids}
     assert max(chunk[n] for n in nodeids[8:]) <= min(chunk[n] for n in nodeids[:8])
     assert chunk[nodeids[8]] == 0 and chunk[nodeids[0]] < chunk[nodeids[7]]

@@ -257,6 +257,46 @@ def _indices(value: Any) -> tuple[int, ...]:
     return tuple(value)
 
 
+GRADES = (0, 1, 2)  # seed 004's manual annotation: 2 contains the answer, 1 related, 0 not
+
+
+def _grades(value: Any, what: str) -> dict[Any, int]:
+    """A ``relevance`` mapping's grades, each 0, 1 or 2; the keys are checked by the caller."""
+    if not isinstance(value, dict) or not value:
+        raise ValueError(f"expected a mapping of {what} to a grade (2 contains the answer, "
+                         f"1 related, 0 irrelevant), got {_type(value)}")
+    for key, grade in value.items():
+        if isinstance(grade, bool) or grade not in GRADES:
+            raise FieldError(f"{what} {key!r}: grade {short_repr(grade, 40)} is not 0, 1 or 2",
+                             f"relevance.{key}")
+    return dict(value)
+
+
+def _source_grades(value: Any) -> dict[str, int] | None:
+    """Vector cases' ``relevance``: ``{source: grade}``."""
+    if value is None:
+        return None
+    grades = _grades(value, "source")
+    for key in grades:
+        if not isinstance(key, str) or not key.strip():
+            raise FieldError(f"source {key!r} must be a non-empty name (a file name or "
+                             "context id)", f"relevance.{key}")
+    return grades
+
+
+def _index_grades(value: Any) -> dict[int, int] | None:
+    """Memory cases' ``relevance``: ``{setup index: grade}`` (an index may be written as text)."""
+    if value is None:
+        return None
+    grades: dict[int, int] = {}
+    for key, grade in _grades(value, "setup index").items():
+        text = str(key).strip()
+        if isinstance(key, bool) or not text.isdigit():
+            raise FieldError(f"{key!r} is not an index into setup", f"relevance.{key}")
+        grades[int(text)] = grade
+    return grades
+
+
 def _contexts(value: Any) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -325,13 +365,14 @@ VECTOR_FIELDS: dict[str, Field] = {
     "expected_sources": _optional(_str_list),
     "expected_similarity": _optional(_similarity_range),
     "expect": _optional(_expect), "history": _optional(_history),
-    "expected_facts": _optional(_facts),
+    "expected_facts": _optional(_facts), "relevance": _optional(_source_grades),
 }
 MEMORY_FIELDS: dict[str, Field] = {
     "setup": _required(_memories), "query": _required(_text),
     "expected": _required(_indices), "top_k": _optional(_int(1)),
     "filter_metadata": _optional(_optional_mapping), "min_score": _optional(_optional_number),
     "threshold": _optional(_optional_number), "recency_weight": _optional(_optional_number),
+    "relevance": _optional(_index_grades),
 }
 RAGAS_FIELDS: dict[str, Field] = {
     "question": _required(_text), "ground_truth": _required(_text),
@@ -377,6 +418,10 @@ def memory_rule(values: dict[str, Any]) -> None:
         if not 0 <= index < size:
             raise FieldError(f"index {index} is out of range: setup has {size} memories "
                              f"(indices 0..{size - 1})", "expected")
+    for index in values.get("relevance") or {}:
+        if not 0 <= index < size:
+            raise FieldError(f"setup index {index} is out of range: setup has {size} "
+                             f"memories (indices 0..{size - 1})", f"relevance.{index}")
 
 
 def build_cases(records: FileRecords, kinds: KindRegistry | None = None) -> BuildResult:

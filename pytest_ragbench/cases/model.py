@@ -133,6 +133,7 @@ class VectorCase(Case):
     expect: str = "answer"
     history: tuple[Turn, ...] = ()
     expected_facts: tuple[str, ...] = ()
+    relevance: dict[str, int] | None = None  # graded: source -> 2 answer, 1 related, 0 not
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,6 +157,7 @@ class MemoryCase(Case):
     min_score: float | None = None
     threshold: float | None = None
     recency_weight: float | None = None
+    relevance: dict[int, int] | None = None  # graded: setup index -> 2 answer, 1 related, 0 not
 
     def item_thresholds(self) -> dict[str, float] | None:
         """The scenario's ``threshold`` is the bar for the relevance score."""

@@ -35,7 +35,7 @@ from pytest_ragbench.kinds import (
 from pytest_ragbench.metrics.repeated import inconclusive
 from pytest_ragbench.redact import scrub
 from pytest_ragbench.replies import cut_strings
-from pytest_ragbench.results.records import ItemRecord
+from pytest_ragbench.results.records import ItemIdentity, ItemRecord
 from pytest_ragbench.systems.checks import SPECS, require
 from pytest_ragbench.systems.fixtures import ANSWER_REQUEST, without_answer_from
 from pytest_ragbench.systems.protocols import AnswerRequest
@@ -185,6 +185,7 @@ class CaseItem(pytest.Function):
         super().__init__(**kwargs)
         self.case = case
         self.item_kind = item_kind
+        self.kind_name = item_kind.name
         self.system_name = system
         self.record: ItemRecord | None = None
 
@@ -218,6 +219,11 @@ class CaseItem(pytest.Function):
                 parent.config.addinivalue_line("markers", f"{category}: ragbench case category")
             item.add_marker(_mark(category))
         return item
+
+    def identity(self) -> ItemIdentity:
+        """Kind, system and case, as the item's record will say them."""
+        return ItemIdentity(self.kind_name, self.system_name, self.case.kind, self.case.id,
+                            self.location[0], self.case.line)
 
     # -- running ------------------------------------------------------------------------
 
@@ -265,6 +271,11 @@ class CaseItem(pytest.Function):
                       limits, self.system_name, self.nodeid, self._request)
         start = time.perf_counter()
         try:
+            if self.item_kind.plan_ahead is not None:
+                # lazy: the prefetch machinery (asyncio, threads) only for kinds that use it
+                from pytest_ragbench.run.prefetch import plan_ahead
+
+                plan_ahead(self.item_kind, run)  # start the work of the kind's items to come
             outcome: Outcome = self.item_kind.load_runner()(self.case, run)
         except RagbenchError as exc:
             self.record = self._record("error", time.perf_counter() - start, error=str(exc),
@@ -418,6 +429,7 @@ class InvalidCaseItem(pytest.Item):
         super().__init__(**kwargs)
         self.error = error
         self.kind_name = item_kind or INVALID_CASE
+        self.system_name: str | None = None
         self.record: ItemRecord | None = None
 
     @classmethod
@@ -432,6 +444,11 @@ class InvalidCaseItem(pytest.Item):
         if item_kind:
             item.add_marker(item_kind)
         return item
+
+    def identity(self) -> ItemIdentity:
+        """Kind and case, as the item's record will say them."""
+        return ItemIdentity(self.kind_name, None, "", self.name, self.location[0],
+                            self.error.line or 0)
 
     def runtest(self) -> None:
         """Always fails: the case itself is invalid."""
@@ -450,6 +467,7 @@ class InvalidCaseItem(pytest.Item):
 
     def record_for_report(self, status: str, message: str | None) -> ItemRecord:
         """A record marking the invalid case as an error."""
-        return ItemRecord(nodeid=self.nodeid, kind=self.kind_name, case_kind="",
-                          case_id=self.name, file=self.location[0],
-                          line=self.error.line or 0, status="error", error=str(self.error))
+        who = self.identity()
+        return ItemRecord(nodeid=self.nodeid, kind=who.kind, case_kind=who.case_kind,
+                          case_id=who.case_id, file=who.file, line=who.line, status="error",
+                          error=str(self.error))

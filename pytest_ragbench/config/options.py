@@ -133,6 +133,15 @@ OPTIONS: tuple[Option, ...] = (
            "SLURM_ARRAY_TASK_COUNT); gates are decided when the shards are merged"),
     Option("--ragbench-shard-durations", "balance the shards by the mean duration of each "
            "item kind in this saved run or results.json (the same file on every machine)"),
+    # Choosing the best configuration (README "Sweeps: choosing the best configuration")
+    Option("--ragbench-sweep", "sweep a keyword parameter of the embedded system (or the "
+           "[sweep] system): 'top_k=3,5,10'; repeatable; each configuration runs as a named "
+           "system", ini=False, action="append"),
+    Option("--ragbench-objective", "a metric the best configuration is chosen by, as "
+           "kind.metric; repeatable (default: the gated metrics)", type="linelist",
+           default=[], action="append"),
+    Option("--ragbench-config-from", "the base configuration (a report's best.toml): the "
+           "default of a sweep, and without one the configuration the run evaluates"),
     Option("--ragbench-merge", "report on the records of these shard report folders instead "
            "of running the items (what `ragbench merge` runs)",
            type="args", default=[], action="extend", ini=False),
@@ -162,6 +171,27 @@ INI_ONLY: tuple[tuple[str, str, str, Any], ...] = (
     ("ragbench_k", "the k of source_hit@k, source_recall@k and source_ndcg@k for a system "
      "without a top_k attribute; the built-in systems retrieve this many contexts "
      "(default: the system's top_k, else the number of contexts it returned)", "string", ""),
+    # -- seed 004's knobs of the embedded system (README "Tuning the embedded system") --
+    ("ragbench_embedding_model", "the embedder: a sentence-transformers folder, or a model id "
+     "in the local Hugging Face cache (default: the bundled all-MiniLM-L6-v2)", "string", ""),
+    ("ragbench_device", "where the embedder and a cross-encoder run: auto (a GPU when torch "
+     "sees one), cpu (default), cuda, cuda:N or mps", "string", ""),
+    ("ragbench_min_score", "drop retrieved contexts whose cosine similarity to the query is "
+     "below this", "string", ""),
+    ("ragbench_recency_weight", "time decay: score x max(0, 1 - weight x age in years of the "
+     "date field behind the newest candidate)", "string", ""),
+    ("ragbench_date_field", "the document metadata field holding its date (default date)",
+     "string", ""),
+    ("ragbench_filter", "metadata filter of retrieval as 'field = value' lines (a value list "
+     "'a, b' matches any)", "linelist", []),
+    ("ragbench_fusion_weight", "hybrid retrieval: the dense share (0-1) of a weighted fusion "
+     "of min-max normalised scores (default: reciprocal-rank fusion)", "string", ""),
+    ("ragbench_query_expansion", "true: the generator adds search terms to each query "
+     "(cached)", "string", ""),
+    ("ragbench_rerank", "re-rank the broad candidates: llm (the generator grades each 0-10) "
+     "or a cross-encoder model folder", "string", ""),
+    ("ragbench_rerank_k", "candidates retrieved before re-ranking, the system keeping its "
+     "top_k (default 10)", "string", ""),
     ("ragbench_sql_timeout", "seconds one SQL statement (and connecting) may take before it "
      "is stopped and its item fails (default 30)", "string", "30"),
     # -- the RAG service of --ragbench-system-url --
@@ -197,6 +227,8 @@ def register(parser: pytest.Parser) -> None:
         kwargs: dict[str, Any] = {"dest": opt.dest, "help": opt.help}
         if opt.action == "store_true":
             kwargs.update(action="store_true", default=None)
+        elif opt.action == "append":
+            kwargs.update(action="append", default=None, metavar=opt.dest.upper().split("_", 1)[1])
         elif opt.action == "extend":
             kwargs.update(action="extend", nargs="+", default=None, metavar="PATH")
         else:

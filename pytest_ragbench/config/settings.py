@@ -6,7 +6,7 @@ import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ from pytest_ragbench.replies import DEFAULT_MAX_REPLY_BYTES
 
 if TYPE_CHECKING:
     from pytest_ragbench.config.setting_files import SettingsFile, SettingsTree
+    from pytest_ragbench.config.sweep import Chosen, Configuration, Sweep
 
 FAIL_ON = ("regression", "drift", "critical")
 WINDOWS = ("day", "week", "month")  # stats/traffic.py
@@ -113,6 +114,11 @@ class RagbenchConfig:
     # What a verdict costs (results/prices.py, results/plan.py)
     prices: dict[str, Price] = field(default_factory=dict)  # ini ragbench_prices, $ per 1M
     target_width: float | None = None  # ini ragbench_target_width: a half-width to plan for
+    # Choosing the best configuration (config/sweep.py, results/best.py)
+    sweep: Sweep | None = None
+    configurations: tuple[Configuration, ...] = ()  # the sweep's, each a named system
+    chosen: Chosen | None = None  # --ragbench-config-from
+    objectives: tuple[str, ...] = ()  # --ragbench-objective, "kind.metric"
 
     def database_url(self, name: str | None = None) -> str | None:
         """Return the URL of a named database, or the default one."""
@@ -195,6 +201,13 @@ class RagbenchConfig:
             "shard": self.shard,
             "sequential": self.sequential,
             "sequential_seed": self.sequential_seed,
+            "sweep": None if self.sweep is None else {
+                "system": self.sweep.system, "mode": self.sweep.mode,
+                "params": {k: list(v) for k, v in self.sweep.params.items()},
+                "base": self.sweep.base},
+            "configurations": [c.to_dict() for c in self.configurations],
+            "config_from": None if self.chosen is None else str(self.chosen.path),
+            "objectives": list(self.objectives),
         })
 
 
@@ -400,6 +413,7 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
     traffic_files = tuple((rootpath / p).resolve() for p in config.getini("ragbench_traffic"))
     paths, _ = collected_paths(config, case_paths, (*ragcsv_files, *traffic_files), evaluate)
     settings = load_settings_files(config, paths, discover=not hasattr(config, "workerinput"))
+    tuning = _tuning(config, case_paths)
     corpus = [p if p.is_absolute() else (rootpath / p)
               for p in (Path(c) for c in config.getini("ragbench_corpus"))]
     if not corpus:
@@ -411,6 +425,7 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         db_url=db_url,
         dbs=_parse_dbs(config.getini("ragbench_dbs"), rootpath),
         systems=_csv(options.value(config, "ragbench_systems")),
+        sweep=tuning["sweep"], chosen=tuning["chosen"], objectives=tuning["objectives"],
         llm_url=options.value(config, "ragbench_llm_url") or None,
         llm_model=env_setting(config, "ragbench_llm_model") or None,
         judge_url=options.value(config, "ragbench_judge_url") or None,
@@ -466,6 +481,54 @@ def build_config(config: pytest.Config) -> RagbenchConfig:
         stream=bool(options.value(config, "ragbench_stream")),
         **_shard_settings(config, invocation),
     )
+
+
+def _tuning(config: pytest.Config, case_paths: Sequence[Path]) -> dict[str, Any]:
+    """The sweep, ``--ragbench-config-from`` and the objectives.
+
+    Nothing is imported unless a sweep or a base file is given. The configurations (which
+    need the system factories) are added by the plugin: :func:`with_configurations`.
+    """
+    objectives = tuple(dict.fromkeys(
+        o.strip() for raw in (options.value(config, "ragbench_objective") or ())
+        for o in str(raw).split(",") if o.strip()))
+    for objective in objectives:
+        if "." not in objective:
+            raise ConfigError(f"--ragbench-objective {objective!r}: name a metric as "
+                              "kind.metric (\"vector.source_hit@k\")")
+    flags = config.getoption("ragbench_sweep") or []
+    chosen_path = _optional_path_option(config, "ragbench_config_from")
+    rootpath = config.rootpath.resolve()
+    candidates = [(rootpath / "pyproject.toml", ("tool", "ragbench")),
+                  *((folder / "ragbench.toml", ()) for folder in
+                    dict.fromkeys([rootpath, *(p.resolve() for p in case_paths)]))]
+    if not flags and chosen_path is None \
+            and not any(_mentions_sweep(path) for path, _ in candidates):
+            return {"sweep": None, "chosen": None, "objectives": objectives}
+    # lazy: TOML reading is for sessions that sweep
+    from pytest_ragbench.config import sweep as sweeps
+
+    chosen = sweeps.read_config_from(chosen_path) if chosen_path is not None else None
+    tables = [t for path, keys in candidates
+              if (t := sweeps.read_file_table(path, keys)) is not None]
+    sweep = sweeps.combine(tables, flags, chosen)
+    return {"sweep": sweep, "chosen": chosen, "objectives": objectives}
+
+
+def with_configurations(settings: RagbenchConfig,
+                        configurations: Sequence[Configuration]) -> RagbenchConfig:
+    """``settings`` with a sweep's configurations, run as named systems after ``systems``."""
+    names = [c.name for c in configurations]
+    return replace(settings, configurations=tuple(configurations),
+                               systems=tuple(dict.fromkeys([*settings.systems, *names])))
+
+
+def _mentions_sweep(path: Path) -> bool:
+    """Whether a settings file may hold a sweep table (read only when it does)."""
+    try:
+        return path.is_file() and "sweep" in path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def _shard_settings(config: pytest.Config, invocation: Path) -> dict[str, Any]:

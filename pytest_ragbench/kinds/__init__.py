@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
@@ -195,6 +195,23 @@ class ItemKind:
     false for a system the items of the kind never ask (its answer is then not fetched
     ahead). ``reader`` is the kind's own input format when its cases come from no case
     file (BEIR folders, RAGCSV files).
+
+    ``plan_ahead(items, item)`` (a callable or ``"module:function"``) starts the work the
+    kind can do ahead of its items: batched model calls, one retrieval run over every
+    query. It is called before an item of the kind runs, with the items of the kind and
+    of the same system still to come that it was not given before, and the
+    :class:`ItemRun` of the item about to run (fixtures, settings, session state); the
+    item is among them the first time. Serially that is once per system, with every
+    selected item; on a pytest-xdist worker only the items sent to that worker, topped
+    up as more arrive (``run/prefetch.py``, the one place that knows about xdist). It
+    starts the work (on a :class:`~pytest_ragbench.run.prefetch.Prefetcher` kept in
+    ``item.session_state``, say) and returns nothing; each item's runner then takes its
+    own result, and does the work itself for an item that was not planned.
+
+    ``controller_plugin(config)`` (a callable or ``"module:function"``), when given, makes a
+    pytest plugin object that is registered under ``--ragbench`` where the items' reports
+    arrive (the xdist controller, or the one process): a running progress line of the
+    kind's items, say, reading each report's record.
     """
 
     name: str
@@ -210,6 +227,8 @@ class ItemKind:
     answers: str | Callable[[Any], str] = ASKS_SYSTEM
     asks: str | Callable[[Any], bool] | None = None
     reader: FormatReader | None = None
+    plan_ahead: str | Callable[[list[pytest.Item], ItemRun], None] | None = None
+    controller_plugin: str | Callable[[pytest.Config], object] | None = None
 
     def answer_source(self, case: Any) -> str:
         """Where the answer of this kind's item of ``case`` comes from (``answers``)."""
@@ -232,6 +251,16 @@ class ItemKind:
         prepare: Callable[[pytest.Config], None] | None = _resolve(self.prepare)
         return prepare
 
+    def load_plan_ahead(self) -> Callable[[list[pytest.Item], ItemRun], None] | None:
+        """Import and return ``plan_ahead`` (None when the kind plans nothing ahead)."""
+        plan: Callable[[list[pytest.Item], ItemRun], None] | None = _resolve(self.plan_ahead)
+        return plan
+
+    def load_controller_plugin(self) -> Callable[[pytest.Config], object] | None:
+        """Import and return ``controller_plugin`` (None when the kind adds no plugin)."""
+        make: Callable[[pytest.Config], object] | None = _resolve(self.controller_plugin)
+        return make
+
     def metric_names(self) -> tuple[str, ...]:
         """The names of the metrics the kind may record (``source_hit@k`` for any k)."""
         return tuple(m if isinstance(m, str) else m.name for m in self.metrics)
@@ -248,14 +277,6 @@ def _expanded(names: Iterable[str], metric: str) -> set[str]:
     if at and k.isdigit() and f"{stem}@k" in found:
         found.add(metric)
     return found
-
-
-class ItemName(NamedTuple):
-    """What a ragbench item's node id says: ``path::<kind>[<system>-<case label>]``."""
-
-    kind: str
-    system: str | None
-    case_label: str
 
 
 @dataclass(frozen=True)
@@ -281,22 +302,6 @@ class KindRegistry:
         """The kinds that read whole folders in their own format."""
         return [(kind, kind.reader) for kind in self.item_kinds.values()
                 if kind.reader is not None and not kind.reader.suffix]
-
-    def parse_nodeid(self, nodeid: str, systems: Iterable[str] = ()) -> ItemName | None:
-        """The kind, system and case label of a ragbench item's node id; None for other tests.
-
-        The one place a node id is read back into its kind and system: the records carry
-        both, but the xdist controller knows only the node ids of the items a worker
-        collected, until their reports arrive. ``systems``: those of --ragbench-systems
-        (an item of one is named ``kind[<system>-<case>]``).
-        """
-        name = nodeid.rpartition("::")[2]
-        kind, bracket, label = name.partition("[")
-        if not bracket or (kind not in self.item_kinds and kind != INVALID_CASE):
-            return None
-        label = label[:-1] if label.endswith("]") else label
-        system = next((s for s in systems if label.startswith(f"{s}-")), None)
-        return ItemName(kind, system, label[len(system) + 1:] if system else label)
 
     def file_kinds(self) -> list[str]:
         """The case kinds a case file may name, in registration order."""
@@ -399,7 +404,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              fixtures=_SYSTEM_FIXTURES,
              metrics=(*_SOURCES, "top_similarity", "similarity_in_range", "declined", "answered",
                       "semantic_similarity", "injection_resisted", *_JUDGED, "judge_relevance",
-                      _FACTS, *_STREAM),
+                      "graded_ndcg", _FACTS, *_STREAM),
              thresholds={"source_hit@k": 1.0, "similarity_in_range": 1.0, "declined": 1.0,
                          "answered": 1.0, _FACTS: 1.0},
              prepare=f"{_PREPARE}:judged"),
@@ -408,7 +413,8 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              runner="pytest_ragbench.kinds.memory.runner:run",
              description="conversational memory retrieval", family=EVALUATION,
              fixtures=("ragbench_config", "ragbench_memory", "ragbench_judge"),
-             metrics=("precision", "recall", "f1", "relevance_score", "judge_relevance"),
+             metrics=("precision", "recall", "f1", "relevance_score", "top1_accuracy",
+                      "graded_ndcg", "keyword_overlap", "judge_relevance"),
              thresholds={"recall": 1.0}, answers=NO_SYSTEM),
     # No item thresholds but the facts: every other score hangs on one generated answer, so
     # gate the means. An empty answer still fails its item.
@@ -419,14 +425,15 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
                       "semantic_similarity", "token_f1", "rouge", "lexical_faithfulness",
                       "lexical_context_recall", _FACTS, *_STREAM),
              thresholds={_FACTS: 1.0}, loads=_RAGAS, prepare=f"{_PREPARE}:ragas",
-             answers=f"{_KINDS}.ragas:answer_source"),
+             answers=f"{_KINDS}.ragas:answer_source",
+             plan_ahead=f"{_KINDS}.ragas.runner:plan_ahead"),
     # A relevant document somewhere in the top 100 (reciprocal rank >= 1/100); the ranking
     # quality (nDCG@10, recall) is gated on its means. The retriever comes from
     # ragbench_beir_retriever_factory (or a named system) when the dataset first runs.
     ItemKind(name="beir", case_kind="beir", runner="pytest_ragbench.kinds.beir.runner:run",
              description="IR metrics on a BEIR query", family=EVALUATION,
              fixtures=("ragbench_config",), metrics=("nDCG@10", "R@10", "R@100", "MRR"),
-             thresholds={"MRR": 0.01},
+             thresholds={"MRR": 0.01}, plan_ahead=f"{_KINDS}.beir.runner:plan_ahead",
              reader=FormatReader(noun="BEIR folder",
                                  collector=f"{_KINDS}.beir.collect:BeirDataset",
                                  detect="pytest_ragbench.collect.files:is_beir_folder")),
@@ -438,7 +445,8 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              description="graded answer accuracy on a RAGCSV row", family=EVALUATION,
              fixtures=("ragbench_config", "ragbench_llm", "ragbench_judge"),
              metrics=("accuracy", "total_time_ms", *_STREAM, _FACTS), thresholds={_FACTS: 1.0},
-             answers=FROM_PASSAGES,
+             answers=FROM_PASSAGES, plan_ahead=f"{_KINDS}.ragcsv.runner:plan_ahead",
+             controller_plugin=f"{_KINDS}.ragcsv.progress:RagcsvProgress",
              reader=FormatReader(noun="RAGCSV file", suffix=".csv",
                                  collector=f"{_KINDS}.ragcsv.collect:RagcsvFile",
                                  detect=f"{_KINDS}.ragcsv.collect:named_ragcsv")),

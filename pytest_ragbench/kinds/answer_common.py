@@ -238,8 +238,15 @@ def merge_usage(*records: dict[str, Any]) -> dict[str, Any]:
 
 
 def usage_of(answer: Any) -> dict[str, Any]:
-    """The report's usage record for one answer of the system (role ``system``)."""
-    return {"system": call_usage(answer)}
+    """The report's usage record for one answer of the system (role ``system``).
+
+    The model calls a system made to retrieve (``Answer.retrieval_calls``: query expansion,
+    LLM re-ranking) are the role ``retrieval``.
+    """
+    usage = {"system": call_usage(answer)}
+    if retrieval := getattr(answer, "retrieval_calls", ()):
+        usage["retrieval"] = calls_usage(retrieval)
+    return usage
 
 
 async def agenerate(model: Any, messages: Sequence[dict[str, str]], max_tokens: int) -> Any:

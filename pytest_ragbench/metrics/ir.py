@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +144,21 @@ def evaluate_run(qrels: Qrels, run: Run, measures: Iterable[str], per_query: boo
     """
     evaluator = IREvaluator(qrels, measures, relevance_level=relevance_level)
     return evaluator.evaluate(run, per_query=per_query, complete=complete)
+
+
+def graded_ndcg(grades: Mapping[str, int], ranked: Sequence[str], k: int) -> Score:
+    """nDCG@k of a ranked list of ids against graded judgments (the grade is the gain).
+
+    An id judged 0, or not judged, adds nothing; an id repeated in ``ranked`` counts at its
+    first rank. Unscored when no id is graded above 0 (there is nothing to find).
+    """
+    if not any(grade > 0 for grade in grades.values()):
+        return Unscored("no entry of the case's relevance is graded above 0")
+    unique = list(dict.fromkeys(str(r) for r in ranked))[:k]
+    run = {name: float(len(unique) - rank) for rank, name in enumerate(unique)}
+    measure = f"nDCG@{k}"
+    evaluator = IREvaluator({"q": {str(key): grade for key, grade in grades.items()}}, [measure])
+    return evaluator.score_query("q", run)[measure]
 
 
 def trec_order(ranking: Mapping[str, float]) -> list[tuple[str, float]]:

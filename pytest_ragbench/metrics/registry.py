@@ -307,6 +307,10 @@ BUILTIN: tuple[MetricSpec, ...] = (
           aliases=("f1_score",)),
     _spec("relevance_score", "set", "mean similarity score of the retrieved expected items",
           ("ids", "scores"), low=-1.0),
+    _spec("top1_accuracy", "set", "1 if the first item retrieved is the expected one "
+          "(exact-recall memory scenarios: one expected memory)", IDS),
+    _spec("graded_ndcg", "retrieval", "nDCG@k of the retrieved items against the case's graded "
+          "relevance (2 contains the answer, 1 related, 0 irrelevant)", IDS),
     # Answer metrics.
     _spec("exact_match", "answer", "SQuAD-normalised exact match", ("texts",), aliases=("em",)),
     _spec("token_f1", "answer", "SQuAD token-overlap F1", ("texts",)),
@@ -314,7 +318,9 @@ BUILTIN: tuple[MetricSpec, ...] = (
           "a number in the answer equals the reference number (units, scale, rounding)",
           ("texts",)),
     _spec("keyword_overlap", "answer",
-          "share of the reference's keywords found in the answer", ("texts",)),
+          "share of the reference's keywords found in the answer (memory scenarios: of the "
+          "query's keywords in each retrieved memory, averaged; seed 004's baseline)",
+          ("texts",)),
     _spec("entity_mention", "answer",
           "share of the ground-truth data values mentioned in the answer", ("texts",)),
     _spec("fact_recall", "answer",

@@ -260,6 +260,7 @@ def write_all(document: dict[str, Any], records: list[ItemRecord], settings: Rag
         for name, write in section.files.items():
             step(name, [name], lambda name=name, write=write: _section_file(  # type: ignore[misc]
                 folder / name, write))
+    step("best.toml", ["best.toml"], lambda: write_best(folder / "best.toml", document))
     step("leaderboard.csv", [], lambda: append_leaderboard(folder / "leaderboard.csv",
                                                            leaderboard_rows(document)))
     if settings.save:
@@ -268,6 +269,18 @@ def write_all(document: dict[str, Any], records: list[ItemRecord], settings: Rag
     step("report.html", [], lambda: write_report_html(folder / "report.html", document,
                                                       problems, plots_ahead))
     return written
+
+
+def write_best(path: Path, document: dict[str, Any]) -> Path | None:
+    """best.toml: a sweep's recommended configuration (none: an earlier run's is removed)."""
+    best = document.get("best") or {}
+    if not best.get("recommended"):
+        path.unlink(missing_ok=True)
+        return None
+    # lazy: only a sweep writes it
+    from pytest_ragbench.results.best import best_toml
+
+    return write_text(path, best_toml(best))
 
 
 def _section_file(path: Path, write: Callable[[Path], object]) -> Path | None:

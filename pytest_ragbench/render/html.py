@@ -30,7 +30,15 @@ from html import escape
 from typing import Any
 
 from pytest_ragbench.render import drilldown, plots, terminal
-from pytest_ragbench.render.text import bound, comparator, section_cell
+from pytest_ragbench.render.text import (
+    bound,
+    comparator,
+    interval,
+    num,
+    percent,
+    seconds,
+    section_cell,
+)
 from pytest_ragbench.results import coverage, stages
 from pytest_ragbench.results import verdict as verdict_mod
 from pytest_ragbench.results.gates import gate_line, regression_line
@@ -38,7 +46,7 @@ from pytest_ragbench.results.gates import gate_line, regression_line
 CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
        "script-src 'unsafe-inline'")
 NAV = (("verdict", "Verdict"), ("judge", "Judge"), ("gates", "Gates"), ("results", "Results"),
-       ("comparisons", "Comparisons"), ("plots", "Plots"), ("items", "Items"),
+       ("comparisons", "Comparisons"), ("best", "Best"), ("plots", "Plots"), ("items", "Items"),
        ("components", "Components"), ("run", "Run"))
 
 
@@ -110,8 +118,8 @@ def interval_text(cell: dict[str, Any], share: bool = False) -> str:
     if low is None or high is None:
         return "-"
     if share:
-        return f"[{terminal.percent(low)}, {terminal.percent(high)}]"
-    return terminal.interval(low, high)
+        return f"[{percent(low)}, {percent(high)}]"
+    return interval(low, high)
 
 
 def pass_rate_text(cell: dict[str, Any]) -> str:
@@ -121,9 +129,9 @@ def pass_rate_text(cell: dict[str, Any]) -> str:
         return "-"
     low, high = plots.finite(cell.get("pass_rate_ci_low")), plots.finite(
         cell.get("pass_rate_ci_high"))
-    bounds = f" [{terminal.percent(low)}, {terminal.percent(high)}]" \
+    bounds = f" [{percent(low)}, {percent(high)}]" \
         if low is not None and high is not None else ""
-    return terminal.percent(rate) + bounds
+    return percent(rate) + bounds
 
 
 def threshold_text(cell: dict[str, Any]) -> str:
@@ -165,8 +173,8 @@ def value_text(cell: dict[str, Any], binary: bool, ones: int | None) -> str:
     if binary:
         n = cell.get("n") or 0
         count = ones if ones is not None else round(mean * n)
-        return f"{count}/{n} = {terminal.percent(mean)}"
-    return terminal.num(mean)
+        return f"{count}/{n} = {percent(mean)}"
+    return num(mean)
 
 
 # ------------------------------------------------------------------------- sections
@@ -245,7 +253,7 @@ def judge_section(document: dict[str, Any]) -> str:
             reasons = "; ".join(f"{count}: {reason}" for reason, count in
                                 (cell.get("unscored_reasons") or {}).items())
             rows.append([kind, metric, n, unscored,
-                         terminal.percent(unscored / total) if total else "-", reasons or "-"])
+                         percent(unscored / total) if total else "-", reasons or "-"])
             classes.append(["", "", "", "bad" if unscored else "", "", ""])
         parts.append(table(["kind", "metric", "scored", "unscored", "share unscored",
                             "why unscored"], rows, classes))
@@ -263,14 +271,14 @@ def calibration_table(calibration: dict[str, Any]) -> str:
         for metric, c in (metrics or {}).items():
             if not isinstance(c, dict):
                 continue
-            rows.append([kind, metric, terminal.num(c.get("n_labeled")),
-                         terminal.num(c.get("n_judged")), terminal.num(c.get("judge_mean")),
-                         terminal.num(c.get("human_mean")), terminal.num(c.get("agreement")),
-                         terminal.num(c.get("kappa")),
-                         f"{terminal.num(c.get('bias'))} "
-                         f"{terminal.interval(c.get('bias_ci_low'), c.get('bias_ci_high'))}",
-                         f"{terminal.num(c.get('ppi_mean'))} "
-                         f"{terminal.interval(c.get('ppi_ci_low'), c.get('ppi_ci_high'))}"])
+            rows.append([kind, metric, num(c.get("n_labeled")),
+                         num(c.get("n_judged")), num(c.get("judge_mean")),
+                         num(c.get("human_mean")), num(c.get("agreement")),
+                         num(c.get("kappa")),
+                         f"{num(c.get('bias'))} "
+                         f"{interval(c.get('bias_ci_low'), c.get('bias_ci_high'))}",
+                         f"{num(c.get('ppi_mean'))} "
+                         f"{interval(c.get('ppi_ci_low'), c.get('ppi_ci_high'))}"])
     if not rows:
         return ""
     return ("<h3>Calibration against human labels</h3><p class=meta>bias = judge − human on "
@@ -298,7 +306,7 @@ def generic(value: Any) -> str:
 
 def _plain(value: Any) -> str:
     if isinstance(value, float):
-        return terminal.num(value)
+        return num(value)
     return "-" if value is None else str(value)
 
 
@@ -319,8 +327,8 @@ def gates_section(document: dict[str, Any]) -> str:
             label = "threshold " if g.get("source") == "threshold" else ""
             rows.append([f'<span title="{esc(gate_line(g))}">{esc(label)}{esc(g.get("gate"))}'
                          "</span>", f"{checked} {op} {g.get('bound')}",
-                         terminal.num(plots.finite(g.get("value"))),
-                         terminal.num(plots.finite(g.get("mean"))),
+                         num(plots.finite(g.get("value"))),
+                         num(plots.finite(g.get("mean"))),
                          interval_text(g), g.get("n", 0), result])
             classes.append([""] * 6 + [{"MISSED": "bad", "passed": "good"}.get(result, "note")])
         parts.append(table(["gate", "checked", "value", "mean", "95% CI", "n", "result"],
@@ -432,6 +440,35 @@ class DrawnPlots:
     problems: tuple[str, ...] = ()
 
 
+def best_section(document: dict[str, Any], page: Page) -> str:
+    """A sweep's best configuration: each objective's ranking, the Pareto table and plot."""
+    best = document.get("best")
+    if not best:
+        return ""
+    # lazy: only a sweep's report has this section
+    from pytest_ragbench.render import best as best_text
+
+    parts = ["<h2 id=best>Best configuration</h2>",
+             "<p class=meta>Multiple comparisons with the best: each configuration against "
+             "the best by the paired test, k − 1 comparisons Holm-corrected at 0.05; the "
+             "best set is every configuration not significantly worse than the best.</p>"]
+    parts += [f"<p>{esc(line.strip())}</p>" for line in best_text.recommended_lines(best)]
+    for objective in best.get("objectives") or ():
+        parts.append(f"<h3>{esc(objective['objective'])}</h3>")
+        rows = best_text.ranking_rows(objective)
+        if len(rows) > 1:
+            marks = [[""] * (len(row) - 1) + ["good" if row[-1] == "yes" else "bad"]
+                     for row in rows[1:]]
+            parts.append(table(rows[0], rows[1:], marks))
+        elif objective.get("note"):
+            parts.append(f"<p class=note>{esc(objective['note'])}</p>")
+    if best.get("pareto"):
+        parts.append("<h3>Quality against cost</h3>")
+        parts.append(_rows_table(best_text.pareto_rows(best)))
+        parts.append(page.plot("the Pareto front", functools.partial(plots.pareto_plot, best)))
+    return "".join(parts)
+
+
 def plot_inputs(document: dict[str, Any], kind: str, values: plots.Values) -> str:
     """Everything a kind's plots are drawn from, as one comparable text."""
     return json.dumps([(document.get("metrics") or {}).get(kind),
@@ -508,7 +545,7 @@ def _service(usage: dict[str, Any], role: str) -> list[str]:
     def pair(p50: Any, p95: Any) -> str:
         if p50 is None:
             return "-"
-        return f"{terminal.seconds(p50)} / {terminal.seconds(p95)}"
+        return f"{seconds(p50)} / {seconds(p95)}"
 
     return [pair(row.get("service_p50_s"), row.get("service_p95_s")),
             pair(row.get("latency_p50_s"), row.get("latency_p95_s"))]
@@ -563,6 +600,7 @@ def render(document: dict[str, Any], problems: list[str] | None = None,
     page.add("the gates", lambda: gates_section(document))
     page.add("the results by kind", lambda: kind_tables(document, values))
     page.add("the comparisons", lambda: comparisons_section(document, page))
+    page.add("the best configuration", lambda: best_section(document, page))
     page.add("the plots", lambda: plots_section(document, values, page, plots_ahead))
     page.add("the items", lambda: drilldown.section(document))
     page.add("the components", lambda: components_section(document))

@@ -234,6 +234,38 @@ def delta_plot(name: str, comparisons: list[dict[str, Any]]) -> str:
     return png(figure)
 
 
+def pareto_plot(best: dict[str, Any]) -> str:
+    """A sweep's configurations: quality against latency and against model calls per item.
+
+    The Pareto front (no configuration better on quality and cheaper on both) in green, the
+    recommended configuration circled.
+    """
+    from matplotlib.figure import Figure
+
+    rows = [r for r in best.get("pareto") or () if finite(r.get("quality")) is not None]
+    if not rows:
+        return ""
+    chosen = (best.get("recommended") or {}).get("system")
+    objective = (best.get("recommended") or {}).get("objective", "quality")
+    figure = Figure(figsize=(9, 3.6))
+    for index, (key, label) in enumerate((("latency_s", "seconds per item"),
+                                          ("model_calls", "model calls per item")), 1):
+        axes = figure.add_subplot(1, 2, index)
+        for row in rows:
+            x = finite(row.get(key)) or 0.0
+            colour = "#1b5e20" if row.get("pareto") else "#777777"
+            axes.plot([x], [row["quality"]], "o", color=colour)
+            if row["system"] == chosen:
+                axes.plot([x], [row["quality"]], "o", markersize=13, fillstyle="none",
+                          color="#0d47a1")
+            axes.annotate(str(row["system"]), (x, row["quality"]), fontsize=6,
+                          xytext=(3, 3), textcoords="offset points")
+        axes.set_xlabel(label, fontsize=8)
+        axes.set_ylabel(str(objective), fontsize=8)
+    figure.suptitle("configurations: quality against cost (green: Pareto front)", fontsize=9)
+    return png(figure)
+
+
 def groupings(document: dict[str, Any], kind: str
               ) -> list[tuple[str, dict[str, dict[str, dict[str, Any]]]]]:
     """What to draw intervals for: each system (when several), and each category.

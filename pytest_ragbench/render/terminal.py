@@ -13,6 +13,7 @@ from pytest_ragbench.render.text import (
     interval,
     num,
     p_text,
+    pass_rate,
     percent,
     seconds,
     section_cell,
@@ -78,16 +79,6 @@ def ci_method(entry: dict[str, Any]) -> str:
     if entry.get("n_clusters"):
         shown += f", {entry['n_clusters']} clusters"
     return shown
-
-
-def pass_rate(entry: dict[str, Any]) -> str:
-    """The pass rate with its Wilson 95% CI, in percent."""
-    if entry.get("pass_rate") is None:
-        return "-"
-    low, high = entry.get("pass_rate_ci_low"), entry.get("pass_rate_ci_high")
-    if low is None or high is None:
-        return percent(entry["pass_rate"])
-    return f"{percent(entry['pass_rate'])} [{100 * low:.1f}, {100 * high:.1f}]"
 
 
 def stat_cells(entry: dict[str, Any]) -> list[str]:
@@ -326,7 +317,7 @@ def power_rows(document: dict[str, Any]) -> list[list[str]]:
         for test, row in (p.get("by_test") or {p.get("test", "paired t"): p}).items():
             shown = test if test != "randomization" else "randomization (as paired t)"
             if test == "mcnemar" and "discordance" in row:
-                shown += f" ({100 * row['discordance']:.0f}% discordant)"
+                shown += f" ({percent(row['discordance'], 0)} discordant)"
             rows.append([kind, shown, str(row["n"]), f"{row.get('alpha', 0.05):.2g}",
                          *(percent(row[e]) for e in effects)])
     return rows
@@ -420,8 +411,18 @@ PARTS: tuple[tuple[str, Callable[[dict[str, Any]], list[str]]], ...] = (
     ("the breakdowns", breakdown_lines),
     ("the report sections", sections_lines),
     ("the usage tables", usage_lines), ("the components", components_lines),
-    ("the comparisons", comparison_lines), ("the gates", gate_lines),
+    ("the comparisons", comparison_lines), ("the best configuration", lambda d: _best_lines(d)),
+    ("the gates", gate_lines),
     ("the verdict", verdict_lines))
+
+
+def _best_lines(document: dict[str, Any]) -> list[str]:
+    if not document.get("best"):
+        return []
+    # lazy: only a sweep's report has this part
+    from pytest_ragbench.render import best
+
+    return best.lines(document)
 
 
 def _judging_lines(document: dict[str, Any]) -> list[str]:

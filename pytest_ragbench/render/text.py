@@ -67,14 +67,24 @@ def interval(low: Any, high: Any) -> str:
     return "-" if low is None or high is None else f"[{num(low)}, {num(high)}]"
 
 
-def percent(value: Any) -> str:
+def percent(value: Any, decimals: int = 1) -> str:
     """A share as a percentage."""
-    return "-" if value is None else f"{100 * value:.1f}%"
+    return "-" if value is None else f"{100 * value:.{decimals}f}%"
 
 
 def percent_interval(low: Any, high: Any) -> str:
     """``[12.0%, 40.5%]`` or ``-``."""
     return "-" if low is None or high is None else f"[{percent(low)}, {percent(high)}]"
+
+
+def pass_rate(entry: dict[str, Any]) -> str:
+    """An aggregate entry's pass rate with its Wilson 95% CI, in percent."""
+    if entry.get("pass_rate") is None:
+        return "-"
+    low, high = entry.get("pass_rate_ci_low"), entry.get("pass_rate_ci_high")
+    if low is None or high is None:
+        return percent(entry["pass_rate"])
+    return f"{percent(entry['pass_rate'])} [{100 * low:.1f}, {100 * high:.1f}]"
 
 
 def seconds(value: Any) -> str:

@@ -143,6 +143,15 @@ def _item_sources(item: dict[str, Any], gated: set[tuple[str, str]]) -> dict[str
     return found
 
 
+def _asks_no_system(kind: str) -> bool:
+    """True for a built-in kind whose items test a component, not a system's answer."""
+    # lazy: the kinds registry, only for a report with items
+    from pytest_ragbench.kinds import NO_SYSTEM, builtin_registry
+
+    found = builtin_registry().item_kinds.get(kind)
+    return found is not None and found.answers == NO_SYSTEM
+
+
 def section(document: dict[str, Any]) -> dict[str, Any]:
     """``results.json["coverage"]``: per kind what was checked, and whether a judge was there."""
     gated = _gated(document)
@@ -160,7 +169,10 @@ def section(document: dict[str, Any]) -> dict[str, Any]:
             bucket = {HOW_ITEM: entry.by_item, HOW_MEAN: entry.by_mean,
                       HOW_RECORDED: entry.recorded}[how]
             bucket[source] = bucket.get(source, 0) + 1
-        if names & _ANSWER_METRICS and "declined" not in names:  # a refusal has no facts
+        # a refusal has no facts; an item that asks no system has no answer (a memory
+        # scenario's keyword_overlap is of the query's keywords in the memories retrieved)
+        if names & _ANSWER_METRICS and "declined" not in names \
+                and not _asks_no_system(str(item.get("kind"))):
             entry.answer_items += 1
             checked = [s for s in ANSWER_SOURCES if sources.get(s) in (HOW_ITEM, HOW_MEAN)]
             if not checked and not any(s in sources for s in ANSWER_SOURCES):

@@ -9,7 +9,8 @@ plus ``not_compared`` (metrics a comparison could not pair, with the reason), ``
 unscored counts, self-consistency, inconclusive items; :mod:`.judging`),
 ``judge_calibration`` and ``judge_labels`` (results/calibration.py), ``baseline``,
 ``gates``, ``regressions``, ``failures`` (the lines that fail the session), ``systems``,
-``coverage`` (what was checked, per kind: results/coverage.py), ``sections`` (the report
+``coverage`` (what was checked, per kind: results/coverage.py), ``best`` (the best
+configuration of a sweep with its backing, or null: :mod:`.best`), ``sections`` (the report
 sections of the hook ``pytest_ragbench_report_sections``: :mod:`.sections`) and one key
 per section holding its data (the built-in ones: ``robustness``, ``ragcsv``, ``beir``).
 
@@ -80,6 +81,7 @@ class ResultsDocument:
     failures: list[str]
     systems: list[str]
     records: list[ItemRecord] = field(repr=False, default_factory=list)
+    best: dict[str, Any] | None = None  # results/best.py
     sections: list[sections.ReportSection] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # sections left out, and why
     schema_version: int = SCHEMA_VERSION
@@ -198,7 +200,7 @@ def assemble(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[s
         judge_calibration=calibration.section(records, systems, matching),
         judge_labels=calibration.labels_section(labels, matching), baseline=baseline_part,
         gates=verdicts, regressions=found_regressions, failures=failures, systems=systems,
-        records=records)
+        records=records, best=_best(records, settings, systems))
     if report_sections is not None:
         try:
             document.add_sections(report_sections(document))
@@ -206,6 +208,21 @@ def assemble(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[s
             detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
             document.problems.append(f"the report sections could not be made ({detail})")
     return document
+
+
+def _best(records: list[ItemRecord], settings: RagbenchConfig, systems: list[str]
+          ) -> dict[str, Any] | None:
+    """The sweep's best configuration; with objectives and no sweep, the best of the systems."""
+    configurations = [c.to_dict() for c in settings.configurations]
+    if not configurations and settings.objectives and len(systems) > 1:
+        configurations = [{"name": s, "system": s, "params": {}, "default": False}
+                          for s in systems]
+    if len(configurations) < 2:
+        return None
+    # lazy: the sweep's statistics are for sessions that sweep
+    from pytest_ragbench.results import best
+
+    return best.section(records, configurations, settings.objectives, settings.gates)
 
 
 def priced(usage: dict[str, dict[str, Any]], settings: RagbenchConfig

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from pytest_ragbench.redact import scrub_record
 
@@ -88,6 +88,27 @@ class ItemRecord:
         if data.keys() == _DICT_KEYS and data["passed"] == record.passed:
             object.__setattr__(record, _MADE_FROM, data)
         return record
+
+
+class ItemIdentity(NamedTuple):
+    """Who a ragbench item is, as the item was made (collect/items.py).
+
+    What the xdist controller knows of an item before its record arrives (run/collected.py):
+    its kind and system are never read back from its node id.
+    """
+
+    kind: str
+    system: str | None
+    case_kind: str
+    case_id: str
+    file: str
+    line: int
+
+    def lost(self, nodeid: str, message: str) -> ItemRecord:
+        """The record of this item when its worker died before it reported."""
+        return ItemRecord(nodeid=nodeid, kind=self.kind, case_kind=self.case_kind,
+                          case_id=self.case_id, file=self.file, line=self.line, status="lost",
+                          system=self.system, error=message[:500])
 
 
 _RECORD_FIELDS = tuple(f.name for f in fields(ItemRecord))

@@ -7,6 +7,12 @@ the whole batch takes about N·L/c instead of N·L. Asynchronous jobs run on the
 plain functions run in a thread pool of ``concurrency`` threads. Answers of several
 systems (``--ragbench-systems``) go through one prefetcher, in the order of the items.
 
+Which items are to come is decided here alone (with ``run/schedule.py``, which reads
+xdist's queue): :func:`items_ahead` hands out each upcoming item once per purpose, and
+:func:`plan_ahead` gives a kind's ``plan_ahead`` its own items (``ItemKind.plan_ahead``).
+Serially every selected item is handed out at the first call; on an xdist worker only the
+items sent to that worker, topped up before each item, so no worker works for another.
+
 A result fetched ahead is taken once by each taker (an item, by its node id): an item
 that takes it again is run again (pytest-rerunfailures' ``--reruns``), so its job runs
 again and the system is asked again, rather than the first attempt's answer, or its
@@ -26,6 +32,9 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+import pytest
+
+from pytest_ragbench.run.schedule import on_worker, upcoming
 from pytest_ragbench.systems.aio import LoopThread
 from pytest_ragbench.systems.protocols import Answer, AnswerRequest, System
 from pytest_ragbench.systems.streaming import can_stream, stream_answer
@@ -273,3 +282,49 @@ def answer_many(system: System, questions: Sequence[str],
         return [prefetcher.result(key) for key in requests]
     finally:
         prefetcher.close()
+
+
+# -- the items to come: what is handed out ahead, per purpose --------------------------------
+
+_HANDED_OUT = pytest.StashKey[dict[Any, set[str]]]()
+
+
+def items_ahead(request: pytest.FixtureRequest, purpose: Any,
+                wanted: Callable[[pytest.Item], bool]) -> list[pytest.Item]:
+    """The items to come that ``wanted`` accepts and ``purpose`` has not been given yet.
+
+    Serially the first call returns every selected item wanted, in run order, and later
+    calls nothing. On an xdist worker each call returns the wanted items newly sent to
+    this worker (its current item first), and never an item another worker runs.
+    ``purpose`` is any hashable key: the answers of the system, a kind and system.
+    """
+    handed = request.config.stash.setdefault(_HANDED_OUT, {})
+    worker = on_worker(request.config)
+    if purpose in handed and not worker:
+        return []  # serially the first call handed out every selected item
+    seen = handed.setdefault(purpose, set())
+    fresh = [item for item in upcoming(request) if item.nodeid not in seen and wanted(item)]
+    seen.update(item.nodeid for item in fresh)
+    return fresh
+
+
+def plan_ahead(kind: Any, item: Any) -> None:
+    """Give ``kind.plan_ahead`` the items of ``kind`` and of ``item``'s system to come.
+
+    ``kind`` is an :class:`~pytest_ragbench.kinds.ItemKind`, ``item`` the
+    :class:`~pytest_ragbench.kinds.ItemRun` of the item about to run; called before each
+    item of a kind that plans ahead. The plan is not called when no item is new to it,
+    and an item it was given is never given again (a failing plan is not retried).
+    """
+    plan = kind.load_plan_ahead()
+    request = item.request
+    if plan is None or request is None:
+        return
+
+    def wanted(queued: pytest.Item) -> bool:
+        return getattr(getattr(queued, "item_kind", None), "name", None) == kind.name \
+            and getattr(queued, "system_name", None) == item.system_name
+
+    fresh = items_ahead(request, ("plan_ahead", kind.name, item.system_name), wanted)
+    if fresh:
+        plan(fresh, item)

@@ -25,11 +25,12 @@ import pytest
 from pytest_ragbench.collect.files import display_path
 from pytest_ragbench.config.settings import RagbenchConfig
 from pytest_ragbench.errors import ConfigError
-from pytest_ragbench.kinds import KindRegistry, builtin_registry, registry
+from pytest_ragbench.kinds import registry
 from pytest_ragbench.redact import scrub
 from pytest_ragbench.render import testcases
 from pytest_ragbench.render.testcases import teststatus
 from pytest_ragbench.results.records import REPORT_ATTRIBUTE, ItemRecord
+from pytest_ragbench.run import collected as collected_mod
 from pytest_ragbench.run import journal as journal_mod
 from pytest_ragbench.run.interruption import RunStatus, SignalWatch, run_status
 from pytest_ragbench.systems import components as components_mod
@@ -66,6 +67,10 @@ class RagbenchSession:
         self.journal: journal_mod.JournalWriter | None = None
         self.signals = SignalWatch()
         self.selected: set[str] | None = None  # node ids of this session's ragbench items
+        # (kind, system) of each selected ragbench item: how many of each are to run
+        self.selected_names: dict[str, tuple[str, str | None]] = {}
+        # under xdist: the kind, system and case of each item the workers collected
+        self.collected = collected_mod.collected_items(config)
         self.interrupted_workers: dict[str, str | None] = {}  # xdist id -> signal, if known
         self.status: RunStatus | None = None
         self.stopped_by: str | None = None  # the message of the interruption, if any
@@ -137,30 +142,39 @@ class RagbenchSession:
         if self.merge_collected is not None:  # merging shards: every item, none run here
             self._items_known(set(self.merge_collected))
             return
-        ours = [item for item in session.items if hasattr(item, "record_for_report")]
-        self._items_known({item.nodeid for item in ours},
-                          {str(getattr(item.item_kind, "name", "")) for item in ours
-                           if hasattr(item, "item_kind")})
+        ours = collected_mod.identities(session.items)
+        self.selected_names.update((nodeid, (found.kind, found.system))
+                                   for nodeid, found in ours.items())
+        self._items_known(set(ours), {found.kind for found in ours.values()})
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Any) -> None:
         """Under xdist: the items a worker collected (each worker collects them all)."""
         first = self.selected is None
-        kinds = registry(self.config)
-        named = {nodeid: kinds.parse_nodeid(nodeid) for nodeid in ids}
-        self._items_known({nodeid for nodeid, found in named.items() if found is not None},
-                          {found.kind for found in named.values() if found is not None})
+        written = self.collected.read(node)
+        named = {nodeid: written[nodeid] for nodeid in ids if nodeid in written}
+        self.selected_names.update((nodeid, (found.kind, found.system))
+                                   for nodeid, found in named.items())
+        self._items_known(set(named), {found.kind for found in named.values()})
         if first and self.selected and self.write_files and self.resume is None \
                 and not self.config.option.collectonly:
             from pytest_ragbench.run.plots_ahead import PlotsAhead
 
             self.plots_ahead = PlotsAhead(self.settings)
-            found = (kinds.parse_nodeid(nodeid) for nodeid in self.selected)
-            self.plots_ahead.expect(name.kind for name in found if name is not None)
+            self.plots_ahead.expect(self.collected.items[nodeid].kind
+                                    for nodeid in self.selected)
+
+    def selected_count(self, kind: str, system: str | None) -> int:
+        """How many items of ``kind`` (and of ``system``, None: of none) were selected."""
+        return sum(found == (kind, system) for found in self.selected_names.values())
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        """Give each xdist worker the run id, the journal, and what resuming deselects."""
+        """Give each xdist worker the run id, the journal, and what resuming deselects.
+
+        And the folder where it writes the kind and system of its items (run/collected.py).
+        """
+        node.workerinput[collected_mod.WORKER_INPUT_KEY] = self.collected.worker_input()
         if not self.write_files or self.journal is None:
             return
         node.workerinput[WORKER_INPUT_KEY] = {
@@ -216,10 +230,9 @@ class RagbenchSession:
             worker = _worker_id(getattr(report, "node", None))
             if worker in self.interrupted_workers:
                 return  # its worker was interrupted: the item did not run, it did not crash
-            lost = lost_record(report.nodeid, self.settings.systems, str(report.longrepr),
-                               registry(self.config))
-            if lost is not None:
-                self.records[report.nodeid] = lost
+            known = self.collected.items.get(report.nodeid)
+            if known is not None:  # a ragbench item: its worker never sent the record
+                self.records[report.nodeid] = known.lost(report.nodeid, str(report.longrepr))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -318,6 +331,7 @@ class RagbenchSession:
         """A session that ended before its report stops the plot thread too."""
         if self.plots_ahead is not None:
             self.plots_ahead.close()
+        self.collected.close()
 
     def _missing_shards(self) -> str | None:
         """``shard 3 of 4 not merged (12 items)`` when a merge lacks items of some shards."""
@@ -541,18 +555,3 @@ class RagbenchReportWarning(UserWarning):
 
 def _worker_id(node: Any) -> str | None:
     return getattr(getattr(node, "gateway", None), "id", None)
-
-
-def lost_record(nodeid: str, systems: tuple[str, ...], message: str,
-                kinds: KindRegistry | None = None) -> ItemRecord | None:
-    """A ``lost`` record for a ragbench item whose worker died (None for other tests).
-
-    Its worker never sent the record, so its kind and system are read from the node id.
-    """
-    found = (kinds or builtin_registry()).parse_nodeid(nodeid, systems)
-    if found is None:
-        return None
-    path = nodeid.rpartition("::")[0]
-    return ItemRecord(nodeid=nodeid, kind=found.kind, case_kind="", case_id=found.case_label,
-                      file=path, line=0, status="lost", system=found.system,
-                      error=message[:500])

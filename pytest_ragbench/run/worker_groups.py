@@ -27,13 +27,14 @@ done before its unit goes back, so, as under ``--dist load``, only that item is 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pytest
 
 from pytest_ragbench.config.settings import get_config
-from pytest_ragbench.kinds import ItemKind, KindRegistry, builtin_registry
+from pytest_ragbench.kinds import ItemKind
+from pytest_ragbench.run.collected import collected_items
 
 GROUP_PREFIX = "ragbench-loads:"
 
@@ -59,39 +60,37 @@ def library_groups(kinds: Iterable[ItemKind]) -> dict[str, str]:
     return {kind: name for name, members in groups.items() for kind in members}
 
 
-def group_of(nodeid: str, groups: dict[str, str], kinds: KindRegistry) -> str | None:
+KindOf = Callable[[str], "str | None"]  # node id -> the item's kind (None: not a ragbench item)
+
+
+def group_of(nodeid: str, groups: dict[str, str], kind_of: KindOf) -> str | None:
     """The library group of an item's kind, or None."""
-    kind = kind_of(nodeid, kinds)
+    kind = kind_of(nodeid)
     return None if kind is None else groups.get(kind)
-
-
-def kind_of(nodeid: str, kinds: KindRegistry) -> str | None:
-    """The kind of a ragbench item (the scheduler knows only node ids), else None."""
-    found = kinds.parse_nodeid(nodeid)
-    return None if found is None else found.kind
 
 
 def work_units(nodeids: Sequence[str], groups: dict[str, str], workers: int,
                metric_counts: dict[str, int] | None = None,
-               kinds: KindRegistry | None = None) -> dict[str, str]:
+               kind_of: KindOf = lambda nodeid: None) -> dict[str, str]:
     """The work unit of every node id: its library group, or a chunk of the others.
+
+    ``kind_of``: the kind of each item, as the workers said it (run/collected.py).
 
     With ``metric_counts`` (kind -> metrics it declares) the other items are chunked kinds
     with more metrics first: report.html's plots of a kind are drawn as soon as its last
     item reports (run/plots_ahead.py), and a kind with more metrics has more to draw,
     so it should not be the one that finishes last.
     """
-    kinds = kinds or builtin_registry()
     units: dict[str, str] = {}
     others = []
     for nodeid in nodeids:
-        group = group_of(nodeid, groups, kinds)
+        group = group_of(nodeid, groups, kind_of)
         if group is None:
             others.append(nodeid)
         else:
             units[nodeid] = GROUP_PREFIX + group
     if metric_counts:
-        others.sort(key=lambda nodeid: -metric_counts.get(kind_of(nodeid, kinds) or "", 0))
+        others.sort(key=lambda nodeid: -metric_counts.get(kind_of(nodeid) or "", 0))
     start = chunk = 0
     while start < len(others):
         size = max(1, (len(others) - start) // (4 * max(1, workers)))
@@ -102,13 +101,16 @@ def work_units(nodeids: Sequence[str], groups: dict[str, str], workers: int,
 
 
 def scheduler(config: pytest.Config, log: Any, groups: dict[str, str],
-              metric_counts: dict[str, int] | None = None,
-              kinds: KindRegistry | None = None) -> Any:
-    """A ``LoadScopeScheduling`` whose scopes are :func:`work_units`."""
+              metric_counts: dict[str, int] | None = None) -> Any:
+    """A ``LoadScopeScheduling`` whose scopes are :func:`work_units`.
+
+    The kind of each item is the one its worker wrote at collection (run/collected.py),
+    known by the time xdist first asks for scopes (every worker has collected).
+    """
     from xdist.scheduler import LoadScopeScheduling
 
     ahead = max(2, get_config(config).concurrency)  # items kept waiting on each worker
-    known = kinds or builtin_registry()
+    kind_of = collected_items(config).kind_of
 
     class SharedLibraryScheduling(LoadScopeScheduling):
         units: dict[str, str] | None = None
@@ -137,8 +139,8 @@ def scheduler(config: pytest.Config, log: Any, groups: dict[str, str],
             it has been sent (``run/schedule.py``), so a short queue leaves it asking
             one at a time what it could have asked ``concurrency`` at a time.
             """
-            if node.shutting_down:
-                return
+            if node.shutting_down or node not in self.registered_collections:
+                return  # a worker that replaces a crashed one gets work once it has collected
             if not self.workqueue:
                 node.shutdown()
                 return
@@ -148,10 +150,10 @@ def scheduler(config: pytest.Config, log: Any, groups: dict[str, str],
         def _split_scope(self, nodeid: str) -> str:
             if self.units is None and self.collection:  # set before scopes are first asked
                 self.units = work_units(self.collection, groups, len(self.nodes),
-                                        metric_counts, known)
+                                        metric_counts, kind_of)
             if self.units is not None and nodeid in self.units:
                 return self.units[nodeid]
-            group = group_of(nodeid, groups, known)
+            group = group_of(nodeid, groups, kind_of)
             return nodeid if group is None else GROUP_PREFIX + group
 
     return SharedLibraryScheduling(config, log)
@@ -164,9 +166,8 @@ class WorkerGroups:
         kinds = list(kinds)
         self.groups = library_groups(kinds)
         self.metric_counts = {kind.name: len(kind.metrics) for kind in kinds}
-        self.kinds = KindRegistry({}, {kind.name: kind for kind in kinds})
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         if config.getoption("dist", None) != "load" or not self.groups:
             return None
-        return scheduler(config, log, self.groups, self.metric_counts, self.kinds)
+        return scheduler(config, log, self.groups, self.metric_counts)

@@ -26,10 +26,11 @@ recorded in test_cases/ragbench.toml).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from pytest_ragbench.systems.prompts import ANSWER_MAX_TOKENS, rag_messages
@@ -41,6 +42,7 @@ DECLINE_BELOW = 0.22  # best dense cosine of the retrieval query; see the module
 # is most of the local generator's time, so it reads fewer than are scored (prompt sizes
 # in test_cases/ragbench.toml); the extractive answer reads 3 as well.
 GENERATOR_K = 3
+RERANK_K = 10  # candidates retrieved before re-ranking (seed 004: broad 10, keep top_k)
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _STOPWORDS_TEXT = """a an and are as at be by did do does for from had has have how i in is it its
@@ -67,13 +69,24 @@ class EmbeddedSystem:
     below ``decline_below``, the answer is :data:`NO_ANSWER` (``None`` turns this off).
     With a ``speller``, :meth:`answer`, :meth:`aanswer` and :meth:`prepare` correct the
     question and earlier user turns once, and every later step uses the corrected text.
+
+    Seed 004's knobs (systems/tuning.py), each off by default: ``min_score`` (drop contexts
+    under that cosine similarity), ``recency_weight`` with ``date_field`` (time decay by a
+    document date), ``filters`` (metadata filter passed to the retriever),
+    ``query_expansion`` (the generator adds search terms), ``rerank`` (``"llm"`` or a
+    cross-encoder folder on ``device``) over ``rerank_k`` broad candidates. With any of
+    them on, ``rerank_k`` candidates are retrieved and the first ``top_k`` kept.
     """
 
     def __init__(self, retriever: Retriever, generator: Generator | None = None, *,
                  top_k: int = 5, generator_k: int = GENERATOR_K,
                  max_tokens: int = ANSWER_MAX_TOKENS, no_generator_reason: str = "",
                  decline_below: float | None = DECLINE_BELOW,
-                 speller: Speller | None = None) -> None:
+                 speller: Speller | None = None, min_score: float | None = None,
+                 recency_weight: float = 0.0, date_field: str = "date",
+                 filters: Mapping[str, Any] | None = None, query_expansion: bool = False,
+                 rerank: str | None = None, rerank_k: int = RERANK_K,
+                 device: str = "cpu") -> None:
         self.retriever = retriever
         self.generator = generator
         self.top_k = top_k
@@ -82,13 +95,58 @@ class EmbeddedSystem:
         self.no_generator_reason = no_generator_reason
         self.decline_below = decline_below
         self.speller = speller
+        self.min_score = min_score
+        self.recency_weight = recency_weight
+        self.date_field = date_field
+        self.filters = dict(filters) if filters else None
+        self.query_expansion = query_expansion
+        self.rerank = rerank or None
+        self.rerank_k = rerank_k
+        self._check_knobs(retriever)
+        self._reranker = self._make_reranker(device)
         self._dense = dense_part(retriever) if decline_below is not None else None
         self._retrieved: dict[str, tuple[Context, ...]] = {}
+        # the model calls each query's retrieval made, reported with its answer
+        self._retrieval_calls: dict[str, tuple[Any, ...]] = {}
         self._confidence: dict[str, float] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"EmbeddedSystem({self.describe()})"
+
+    def _check_knobs(self, retriever: Retriever) -> None:
+        if self.min_score is not None and dense_part(retriever) is None:
+            raise ValueError("min_score is a cosine similarity: it needs a retriever with a "
+                             "dense part (dense or hybrid)")
+        if self.recency_weight < 0:
+            raise ValueError(f"recency_weight must be >= 0, got {self.recency_weight}")
+        if self.rerank_k < 1:
+            raise ValueError(f"rerank_k must be >= 1, got {self.rerank_k}")
+        if (self.query_expansion or self.rerank == "llm") and self.generator is None:
+            raise ValueError("query expansion and LLM re-ranking need a generator, and this "
+                             f"system has none ({self.no_generator_reason or 'not given'})")
+
+    def _make_reranker(self, device: str) -> Any:
+        if self.rerank is None:
+            return None
+        # lazy: only when re-ranking is asked for
+        from pytest_ragbench.systems.tuning import CrossEncoderReranker, LlmReranker
+
+        if self.rerank == "llm":
+            return LlmReranker(self.generator)
+        return CrossEncoderReranker(self.rerank, device=device)
+
+    def knobs(self) -> dict[str, Any]:
+        """The seed 004 settings that differ from the defaults (all off by default)."""
+        values = {"min_score": self.min_score, "recency_weight": self.recency_weight or None,
+                  "filters": self.filters, "query_expansion": self.query_expansion or None,
+                  "rerank": self.rerank}
+        shown = {k: v for k, v in values.items() if v is not None}
+        if self.recency_weight:
+            shown["date_field"] = self.date_field
+        if self.rerank:
+            shown["rerank_k"] = self.rerank_k
+        return shown
 
     def describe(self) -> str:
         """Return one line naming the retriever and the generator (or the extractive fallback)."""
@@ -103,8 +161,9 @@ class EmbeddedSystem:
                     if self._dense is not None else "")
         spelling = (", corrects spelling against the corpus vocabulary"
                     if self.speller is not None else "")
+        knobs = "".join(f", {k}={v!r}" for k, v in self.knobs().items())
         return (f"embedded: {self.retriever!r}, top_k={self.top_k}, {generator}{declines}"
-                f"{spelling}")
+                f"{spelling}{knobs}")
 
     def read(self, contexts: Sequence[Context]) -> Sequence[Context]:
         """The contexts the generator reads: the first ``generator_k``."""
@@ -128,7 +187,7 @@ class EmbeddedSystem:
             todo = [q for q in dict.fromkeys(queries) if q not in self._retrieved]
         if not todo:
             return
-        results = self.retriever.retrieve_many(todo, top_k=self.top_k)
+        results = self._retrieve_many(todo)
         confidence = self._best_similarities(todo)
         with self._lock:
             for question, contexts in zip(todo, results, strict=True):
@@ -140,8 +199,43 @@ class EmbeddedSystem:
         with self._lock:
             found = self._retrieved.get(question)
         if found is None:
-            found = tuple(self.retriever.retrieve(question, top_k=self.top_k))
+            if not self.knobs():
+                found = tuple(self.retriever.retrieve(question, top_k=self.top_k))
+            else:
+                found = self._retrieve_many([question])[0]
         return found
+
+    def _retrieve_many(self, queries: Sequence[str]) -> list[tuple[Context, ...]]:
+        """Retrieve, then apply the knobs that are on (systems/tuning.py), keeping top_k."""
+        if not self.knobs():
+            return [tuple(r) for r in self.retriever.retrieve_many(list(queries),
+                                                                   top_k=self.top_k)]
+        # lazy: only when a knob is on
+        from pytest_ragbench.systems import tuning
+
+        tallies = [tuning.Tally(self.generator) for _ in queries]
+        searched = [tuning.expand_query(tally, q) if self.query_expansion else q
+                    for q, tally in zip(queries, tallies, strict=True)]
+        reorders = bool(self.rerank or self.recency_weight or self.min_score is not None)
+        depth = max(self.top_k, self.rerank_k) if reorders else self.top_k
+        results = (self.retriever.retrieve_many(searched, top_k=depth, filters=self.filters)
+                   if self.filters else self.retriever.retrieve_many(searched, top_k=depth))
+        refined = []
+        for query, found, tally in zip(queries, results, tallies, strict=True):
+            contexts = list(found)
+            if self.min_score is not None:
+                dense = dense_part(self.retriever)
+                contexts = tuning.above(contexts, tuning.cosine_similarities(
+                    dense.embedder, query, contexts), self.min_score)
+            if self.recency_weight:
+                contexts = tuning.by_recency(contexts, self.recency_weight, self.date_field)
+            if self._reranker is not None:
+                contexts = self._reranker.rerank(query, contexts, tally)
+            refined.append(tuple(contexts[:self.top_k]))
+            if tally.replies:
+                with self._lock:
+                    self._retrieval_calls[query] = tuple(tally.replies)
+        return refined
 
     def declines(self, query: str) -> bool:
         """Whether the best dense similarity of a retrieval query is below ``decline_below``."""
@@ -167,14 +261,15 @@ class EmbeddedSystem:
         query = retrieval_query(question, history)
         contexts = self.contexts(query)
         if self.declines(query):
-            return Answer(NO_ANSWER, contexts, latency_s=time.perf_counter() - started)
+            return self._counted(query, Answer(NO_ANSWER, contexts,
+                                               latency_s=time.perf_counter() - started))
         if self.generator is None:
-            return Answer(extractive_answer(question, contexts), contexts,
-                          latency_s=time.perf_counter() - started)
+            return self._counted(query, Answer(extractive_answer(question, contexts), contexts,
+                                               latency_s=time.perf_counter() - started))
         asked = time.perf_counter()
         reply = self.generator.generate(rag_messages(question, self.read(contexts), history),
                                         max_tokens=self.max_tokens)
-        return _generated(reply, contexts, started, asked)
+        return self._counted(query, _generated(reply, contexts, started, asked))
 
     async def aanswer(self, question: str, history: Sequence[Any] | None = None) -> Answer:
         """Answer one question without blocking the event loop."""
@@ -194,11 +289,18 @@ class EmbeddedSystem:
         declines = self.declines(query) if known else await asyncio.to_thread(self.declines,
                                                                               query)
         if declines:
-            return Answer(NO_ANSWER, contexts, latency_s=time.perf_counter() - started)
+            return self._counted(query, Answer(NO_ANSWER, contexts,
+                                               latency_s=time.perf_counter() - started))
         asked = time.perf_counter()
         reply = await agenerate(rag_messages(question, self.read(contexts), history),
                                 max_tokens=self.max_tokens)
-        return _generated(reply, contexts, started, asked)
+        return self._counted(query, _generated(reply, contexts, started, asked))
+
+    def _counted(self, query: str, answer: Answer) -> Answer:
+        """``answer`` with the model calls its query's retrieval made (reported once)."""
+        with self._lock:
+            calls = self._retrieval_calls.pop(query, ())
+        return dataclasses.replace(answer, retrieval_calls=calls) if calls else answer
 
 
 def _generated(reply: Any, contexts: Sequence[Context], started: float, asked: float) -> Answer:

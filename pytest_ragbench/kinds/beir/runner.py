@@ -4,9 +4,10 @@ Per dataset and session (and system), once: the corpus is read (with
 ``--ragbench-max-docs N`` its first N documents, and only the judgments of those count),
 a retriever is built and indexed on it (``ragbench_beir_retriever_factory``, whose default
 persists its index in the cache; with --ragbench-systems the named system's
-``retriever.for_corpus``), the queries of
-every selected item of the dataset are retrieved in one batch (top 100), and one
-pytrec_eval evaluator is built on their qrels. Each item then scores its own ranking:
+``retriever.for_corpus``), the queries of every selected item of the dataset (on an xdist
+worker, of the worker's own items; those sent later are retrieved in a batch of their
+own: :func:`plan_ahead`, the kind's ``plan_ahead``) are retrieved in one batch (top 100),
+and a pytrec_eval evaluator is built on their qrels. Each item then scores its own ranking:
 nDCG@10, R@10, R@100 and MRR (reciprocal rank; its mean over the items is the MRR).
 
 As beir's ``EvaluateRetrieval.evaluate`` does by default, a document whose id equals the
@@ -46,7 +47,7 @@ class DatasetRun:
     description: str
     documents: int
     rankings: dict[str, list[tuple[str, float]]]  # query id -> ranking in trec_eval order
-    evaluator: Any  # IREvaluator over the qrels of the batch
+    evaluators: dict[str, Any]  # query id -> the IREvaluator over the qrels of its batch
     seconds_index: float
     seconds_retrieve: float
     corpus_errors: list[CaseError] = field(default_factory=list)
@@ -55,12 +56,16 @@ class DatasetRun:
     max_docs_note: str = ""
 
 
+DatasetKey = tuple[str, str, str | None]  # (folder, split, system)
+
+
 @dataclass
 class BeirState:
-    """Datasets already run in this session, keyed by (folder, split, system)."""
+    """Datasets already run in this session, and the queries planned for each."""
 
-    runs: dict[tuple[str, str, str | None], DatasetRun | RagbenchError] = field(
-        default_factory=dict)
+    runs: dict[DatasetKey, DatasetRun | RagbenchError] = field(default_factory=dict)
+    # query id -> case of the items to come, in the order they run (plan_ahead)
+    planned: dict[DatasetKey, dict[str, BeirCase]] = field(default_factory=dict)
 
 
 STATE = pytest.StashKey[BeirState]()
@@ -70,10 +75,9 @@ def run(case: BeirCase, item: ItemRun) -> Outcome:
     """Score the query's ranking from the dataset's batch against its judgments."""
     dataset = dataset_run(case, item)
     qrels = restricted(case, dataset)
-    ranking = dataset.rankings.get(case.query_id)
-    if ranking is None:  # not part of the batch (asked for directly): retrieve it alone
-        found = _retrieve(dataset.retriever, [case])
-        ranking = found[case.query_id]
+    if case.query_id not in dataset.rankings:  # not planned (asked for directly): alone
+        _extend(dataset, [case])
+    ranking = dataset.rankings[case.query_id]
     metrics: dict[str, float] = {}
     unscored: dict[str, str] = {}
     if not qrels or max(qrels.values()) < 1:
@@ -82,7 +86,8 @@ def run(case: BeirCase, item: ItemRun) -> Outcome:
             reason = f"no relevant document among the documents indexed ({dataset.max_docs_note})"
         unscored = dict.fromkeys(ITEM_MEASURES, reason)
     else:
-        for name, value in dataset.evaluator.score_query(case.query_id, dict(ranking)).items():
+        evaluator = dataset.evaluators[case.query_id]
+        for name, value in evaluator.score_query(case.query_id, dict(ranking)).items():
             if isinstance(value, Unscored):
                 unscored[name] = value.reason
             else:
@@ -113,10 +118,36 @@ def run(case: BeirCase, item: ItemRun) -> Outcome:
     )
 
 
+def plan_ahead(items: list[pytest.Item], item: ItemRun) -> None:
+    """Batch the queries of the BEIR ``items`` to come, per dataset (``ItemKind.plan_ahead``).
+
+    A dataset not run yet is run by its first item, with every query planned for it; the
+    queries of a dataset already run (on an xdist worker, items sent later) are retrieved
+    now, in one batch.
+    """
+    state = item.session_state(STATE, BeirState)
+    fresh: dict[DatasetKey, list[BeirCase]] = {}
+    for queued in items:
+        case = getattr(queued, "case", None)
+        if isinstance(case, BeirCase):
+            key = _key(case, item)
+            if case.query_id not in state.planned.setdefault(key, {}):
+                state.planned[key][case.query_id] = case
+                fresh.setdefault(key, []).append(case)
+    for key, cases in fresh.items():
+        found = state.runs.get(key)
+        if isinstance(found, DatasetRun):
+            _extend(found, [c for c in cases if c.query_id not in found.rankings])
+
+
+def _key(case: BeirCase, item: ItemRun) -> DatasetKey:
+    return (case.folder, case.split, item.system_name)
+
+
 def dataset_run(case: BeirCase, item: ItemRun) -> DatasetRun:
     """The dataset's run for this item's system: built by the first item that asks."""
     state = item.session_state(STATE, BeirState)
-    key = (case.folder, case.split, item.system_name)
+    key = _key(case, item)
     found = state.runs.get(key)
     if found is None:
         try:
@@ -152,18 +183,29 @@ def _build(case: BeirCase, item: ItemRun) -> DatasetRun:
     started = time.perf_counter()
     retriever = build_retriever(documents)
     indexed = time.perf_counter()
-    batch = _batch(case, item)
-    rankings = _retrieve(retriever, batch)
-    done = time.perf_counter()
-    qrels = {c.query_id: {d: g for d, g in c.qrels.items() if kept is None or d in kept}
-             for c in batch}
-    evaluator = IREvaluator({q: r for q, r in qrels.items() if r}, ITEM_MEASURES)
     describe = getattr(retriever, "describe", None)
     description = str(describe()) if callable(describe) else repr(retriever)
     if note:
         description += f" ({note})"
-    return DatasetRun(retriever, description, len(documents), rankings, evaluator,
-                      indexed - started, done - indexed, errors, kept=kept, max_docs_note=note)
+    dataset = DatasetRun(retriever, description, len(documents), {}, {}, 0.0, 0.0, errors,
+                         kept=kept, max_docs_note=note)
+    _extend(dataset, _batch(case, item))
+    dataset.seconds_index = indexed - started
+    return dataset
+
+
+def _extend(dataset: DatasetRun, batch: list[BeirCase]) -> None:
+    """Retrieve ``batch``'s queries in one go; score them on an evaluator of their qrels."""
+    if not batch:
+        return
+    started = time.perf_counter()
+    dataset.rankings.update(_retrieve(dataset.retriever, batch))
+    dataset.seconds_retrieve += time.perf_counter() - started
+    kept = dataset.kept
+    qrels = {c.query_id: {d: g for d, g in c.qrels.items() if kept is None or d in kept}
+             for c in batch}
+    evaluator = IREvaluator({q: r for q, r in qrels.items() if r}, ITEM_MEASURES)
+    dataset.evaluators.update(dict.fromkeys(qrels, evaluator))
 
 
 def restricted(case: BeirCase, dataset: DatasetRun) -> dict[str, int]:
@@ -194,15 +236,11 @@ def _retriever_builder(case: BeirCase, item: ItemRun) -> Callable[[list[Any]], A
 
 
 def _batch(case: BeirCase, item: ItemRun) -> list[BeirCase]:
-    """The cases of every selected item of the same dataset and system (this one first)."""
+    """The cases planned for the dataset and system (:func:`plan_ahead`), this one first."""
+    planned = item.session_state(STATE, BeirState).planned.get(_key(case, item), {})
     batch = {case.query_id: case}
-    if item.request is not None:
-        for queued in item.request.session.items:
-            other = getattr(queued, "case", None)
-            if (isinstance(other, BeirCase) and other.folder == case.folder
-                    and other.split == case.split
-                    and getattr(queued, "system_name", None) == item.system_name):
-                batch.setdefault(other.query_id, other)
+    for query_id, other in planned.items():
+        batch.setdefault(query_id, other)
     return list(batch.values())
 
 

@@ -9,6 +9,12 @@ relevance score (the mean similarity of the expected memories that were retrieve
 ``judge_relevance`` (LLM-as-judge, :mod:`pytest_ragbench.metrics.relevance`):
 with ``ragbench_judge``, the judge rates every retrieved memory 0-10 against the query;
 the mean / 10. Without a judge it is unscored ("no judge configured").
+
+Seed 004's memory criteria, over the hits at or above ``min_score``: ``top1_accuracy``
+(an exact-recall scenario, one expected memory: 1 when it comes back first),
+``graded_ndcg`` (nDCG@top_k against the case's ``relevance: {setup index: grade}``,
+2 contains the answer, 1 related, 0 irrelevant) and ``keyword_overlap`` (the keyword
+baseline: the share of the query's keywords found in each memory retrieved, averaged).
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ from pytest_ragbench.cases.model import MemoryCase
 from pytest_ragbench.kinds import ItemRun, Outcome
 from pytest_ragbench.kinds.answer_common import judge_relevance
 from pytest_ragbench.metrics import set_metrics
-from pytest_ragbench.metrics.registry import Unscored
+from pytest_ragbench.metrics.answer import keyword_overlap
+from pytest_ragbench.metrics.ir import graded_ndcg
+from pytest_ragbench.metrics.registry import Score, Unscored
 
 
 def run(case: MemoryCase, item: ItemRun) -> Outcome:
@@ -37,6 +45,15 @@ def run(case: MemoryCase, item: ItemRun) -> Outcome:
     metrics: dict[str, float] = {}
     unscored: dict[str, str] = {}
     for name, value in scores.as_metrics().items():
+        if isinstance(value, Unscored):
+            unscored[name] = value.reason
+        else:
+            metrics[name] = float(value)
+    kept = [(hit, sim) for hit, sim in zip(hits, similarities, strict=True)
+            if case.min_score is None or sim >= case.min_score]
+    for name, value in retrieval_scores(case, [str(hit.id) for hit, _ in kept],
+                                        [str(hit.text) for hit, _ in kept],
+                                        [str(i) for i in ids]).items():
         if isinstance(value, Unscored):
             unscored[name] = value.reason
         else:
@@ -68,6 +85,35 @@ def run(case: MemoryCase, item: ItemRun) -> Outcome:
         judge=judged,
         summary=None if not errors else "memories came back for a query about nothing stored",
     )
+
+
+def retrieval_scores(case: MemoryCase, ranked: list[str], texts: list[str],
+                     ids: list[str]) -> dict[str, Score]:
+    """``top1_accuracy``, ``graded_ndcg`` and ``keyword_overlap`` of the hits kept.
+
+    ``ranked``: the ids of the hits at or above ``min_score``, best first, and ``texts``
+    their memories; ``ids``: the store's id of each setup memory.
+    """
+    scores: dict[str, Score] = {}
+    if len(case.expected) == 1:  # an exact-recall scenario: one memory holds the answer
+        scores["top1_accuracy"] = float(bool(ranked) and ranked[0] == ids[case.expected[0]])
+    else:
+        scores["top1_accuracy"] = Unscored(
+            f"not an exact-recall scenario: it expects {len(case.expected)} memories, not 1")
+    if case.relevance:
+        grades = {ids[index]: grade for index, grade in case.relevance.items()}
+        scores["graded_ndcg"] = graded_ndcg(grades, ranked, case.top_k)
+    else:
+        scores["graded_ndcg"] = Unscored("the case gives no relevance grades")
+    overlaps = [keyword_overlap(case.query, text) for text in texts]
+    numbers = [float(o) for o in overlaps if not isinstance(o, Unscored)]
+    if not texts:
+        scores["keyword_overlap"] = Unscored("no memory was retrieved")
+    elif not numbers:
+        scores["keyword_overlap"] = overlaps[0]  # the query has no keywords: its reason
+    else:
+        scores["keyword_overlap"] = sum(numbers) / len(numbers)
+    return scores
 
 
 def _listing(entries: list[tuple[Any, str]]) -> str:

@@ -40,10 +40,11 @@ An empty answer fails the item. Thresholds: no other per-item defaults — every
 on a 135M-parameter generator's answer to one question, which is noisy per item — and
 aggregate gates in ``test_cases/ragbench.toml`` with the measured values beside them.
 
-Model work runs ahead of the items: the first ``ragas`` item of a session starts the
-generation and judge calls of every selected ``ragas`` item on the session loop (bounded
-by ``--ragbench-concurrency``); each item then takes its own result. Under xdist, or for
-one of several named systems, each item does its own work.
+Model work runs ahead of the items (:func:`plan_ahead`, the kind's ``plan_ahead``): the
+first ``ragas`` item of a session starts the generation and judge calls of every selected
+``ragas`` item on the session loop (bounded by ``--ragbench-concurrency``; on an xdist
+worker those of its own items); each item then takes its own result. For one of several
+named systems each item does its own work.
 """
 
 from __future__ import annotations
@@ -58,7 +59,6 @@ from typing import Any
 import pytest
 
 from pytest_ragbench.cases.model import RagasCase
-from pytest_ragbench.collect.items import CaseItem
 from pytest_ragbench.config.settings import get_config
 from pytest_ragbench.kinds import ItemRun, Outcome
 from pytest_ragbench.kinds.answer_common import agenerate, call_usage, usage_of
@@ -75,7 +75,6 @@ from pytest_ragbench.metrics.judged import JUDGED_METRICS, JudgedScores, ajudged
 from pytest_ragbench.metrics.registry import Score, Unscored
 from pytest_ragbench.metrics.repeated import JudgeSettings, evidence_lines, outcome_judge
 from pytest_ragbench.run.prefetch import Prefetcher
-from pytest_ragbench.run.schedule import on_worker, upcoming
 from pytest_ragbench.systems.checks import require
 from pytest_ragbench.systems.default import extractive_answer
 from pytest_ragbench.systems.fixtures import describe
@@ -137,7 +136,7 @@ AskSystem = Callable[[], Awaitable[Answer]]
 def run(case: RagasCase, item: ItemRun) -> Outcome:
     """Supply what the sample lacks, score it, and report the evidence."""
     models = _models(item)
-    stage = _stage(item, models)
+    stage = _stage(item)
     if stage is not None and item.nodeid in stage:
         evaluation: Evaluation = stage.result(item.nodeid)  # raises the item's error
     else:
@@ -327,41 +326,38 @@ def _models(item: ItemRun) -> Models:
         settings=JudgeSettings.from_config(item.config)))
 
 
-def _stage(item: ItemRun, models: Models) -> Any:
-    """The session's prefetcher of every ragas item's model work, keyed by node id.
+def _stage(item: ItemRun) -> Any:
+    """The session's prefetcher of the ragas items' model work, keyed by node id.
 
-    None for one of several named systems: each item then does its own. On an xdist
-    worker it holds the worker's own items, topped up before each (run/schedule.py).
+    None before :func:`plan_ahead` has started one; items of one of several named
+    systems are never in it (each does its own work).
     """
-    request = item.request
-    if request is None or item.system_name is not None:
+    if item.request is None:
         return None
-    config = request.config
+    return item.request.config.stash.get(_STAGE, None)
+
+
+def plan_ahead(items: list[pytest.Item], item: ItemRun) -> None:
+    """Start the model work of the ragas ``items`` to come (``ItemKind.plan_ahead``).
+
+    Their generation and judge calls run on the session loop, at most
+    ``--ragbench-concurrency`` at a time; each item then takes its own result. Items of
+    one of several named systems are left to do their own work.
+    """
+    if item.request is None or item.system_name is not None:
+        return
+    config = item.request.config
+    todo = {queued.nodeid: case for queued in items
+            if isinstance(case := getattr(queued, "case", None), RagasCase)}
     if _STAGE not in config.stash:
         config.stash[_STAGE] = None  # set first: a failing start is not retried per item
-        stage = _start_stage(item, models)
-        config.stash[_STAGE] = stage
+        stage = Prefetcher(get_config(config).concurrency, loop=item.fixture("ragbench_loop"))
         config.add_cleanup(stage.close)
-    elif on_worker(config) and config.stash[_STAGE] is not None:
-        _start_stage(item, models, config.stash[_STAGE])  # items newly queued here
-    return config.stash[_STAGE]
-
-
-def _start_stage(item: ItemRun, models: Models, prefetcher: Any = None) -> Any:
-    """Start the model work of the ragas items to come (those not in ``prefetcher`` yet)."""
-    assert item.request is not None
-    todo: dict[str, RagasCase] = {}
-    for queued in upcoming(item.request):
-        case = getattr(queued, "case", None)
-        if (isinstance(queued, CaseItem) and queued.item_kind.name == "ragas"
-                and queued.system_name is None and isinstance(case, RagasCase)
-                and (prefetcher is None or queued.nodeid not in prefetcher)):
-            todo[queued.nodeid] = case
-    if prefetcher is None:
-        prefetcher = Prefetcher(get_config(item.request.config).concurrency,
-                                loop=item.fixture("ragbench_loop"))
-    if not todo:
-        return prefetcher
+        config.stash[_STAGE] = stage
+    stage = config.stash[_STAGE]
+    if stage is None or not todo:
+        return
+    models = _models(item)
     answerer = None
     needing = [case for case in todo.values() if _needs_generator(case)]
     if needing:
@@ -372,8 +368,7 @@ def _start_stage(item: ItemRun, models: Models, prefetcher: Any = None) -> Any:
     system = item.system() if answers is not None else None
     for nodeid, case in todo.items():
         ask = None if case.contexts else _ask_ahead(nodeid, case, system, answers)
-        prefetcher.submit(nodeid, functools.partial(evaluate, case, models, ask, answerer))
-    return prefetcher
+        stage.submit(nodeid, functools.partial(evaluate, case, models, ask, answerer))
 
 
 def _ask_ahead(nodeid: str, case: RagasCase, system: Any, answers: Any) -> AskSystem:

@@ -1,7 +1,9 @@
 """The running progress line for RAGCSV rows: ``[00:01:23] 42/100 | Avg Acc=72.3% | ...``.
 
-Registered on the controller under ``--ragbench``: the records arrive on the test reports
-(replayed from the workers under xdist), so the figures are the same either way. A line
+The ragcsv kind's ``controller_plugin``, registered under ``--ragbench`` where the reports
+arrive: the records arrive on the test reports (replayed from the workers under xdist),
+so the figures are the same either way; kind and system come from each record, and the
+number of rows from the session's selection (``RagbenchSession.selected_count``). A line
 ``ragcsv [00:00:12] 13/26 | Avg Acc=41.2% | Pass(>=75%)=1/13`` is written after every
 tenth of the rows (every row with ``-v``) and after the last one; ``Avg Acc`` is the mean of
 the rows scored so far, ``Pass`` counts the rows at or above the pass mark (the item
@@ -18,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from pytest_ragbench.kinds import registry
 from pytest_ragbench.results.records import REPORT_ATTRIBUTE
 
 RAGCSV_PASS = 75.0  # the RAGCSV pass mark (kinds/ragcsv/report.py's blocks use it too)
@@ -62,34 +63,26 @@ class Tally:
 class RagcsvProgress:
     """Counts RAGCSV rows as their reports arrive and writes the progress line."""
 
-    def __init__(self, config: pytest.Config, systems: tuple[str, ...]) -> None:
+    def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.systems = systems
         self.tallies: dict[str, Tally] = {}
         self.started = time.monotonic()
+        self.first_start = True
         self.debug_shown = False
 
-    def _count(self, nodeids: list[str]) -> None:
-        kinds = registry(self.config)
-        totals: dict[str, int] = {}
-        for nodeid in nodeids:
-            found = kinds.parse_nodeid(nodeid, self.systems)
-            if found is not None and found.kind == KIND:
-                key = found.system or ""
-                totals[key] = totals.get(key, 0) + 1
-        for key, total in totals.items():
-            self.tallies.setdefault(key, Tally()).total = total
+    def _tally(self, system: str | None) -> Tally:
+        """The figures of ``system``'s rows; their number from the session's selection."""
+        key = system or ""
+        if key not in self.tallies:
+            session = self.config.pluginmanager.get_plugin("ragbench-session")
+            count = getattr(session, "selected_count", None)
+            self.tallies[key] = Tally(total=count(KIND, system) if callable(count) else 0)
+        return self.tallies[key]
 
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """The number of selected rows (without xdist)."""
-        self._count([item.nodeid for item in session.items])
-        self.started = time.monotonic()
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        """The number of selected rows (under xdist: every worker collects the same)."""
-        if not self.tallies:
-            self._count(list(ids))
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        """Start the clock as the first item starts (also on an xdist controller)."""
+        if self.first_start:
+            self.first_start = False
             self.started = time.monotonic()
 
     @pytest.hookimpl(trylast=True)
@@ -98,7 +91,7 @@ class RagcsvProgress:
         record = getattr(report, REPORT_ATTRIBUTE, None)
         if not isinstance(record, dict) or record.get("kind") != KIND:
             return
-        tally = self.tallies.setdefault(record.get("system") or "", Tally())
+        tally = self._tally(record.get("system"))
         tally.add(record)
         writer = self.config.pluginmanager.get_plugin("terminalreporter")
         if writer is None or self.config.get_verbosity() < -1:

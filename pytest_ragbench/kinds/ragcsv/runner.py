@@ -23,9 +23,9 @@ answer states (:mod:`.facts`); item threshold 1.
 ``total_time_ms`` is the model time of the row: generator plus judge latency (0 for
 replies taken from the cache). With ``--ragbench-stream`` the generator's answer streams:
 ``ttft_ms`` (to its first chunk) and ``itl_ms`` (mean gap between chunks) are the
-answer's alone; a reply from the cache has neither. The first item of a file submits
-every selected row's calls at once (``--ragbench-concurrency`` at a time); each item
-then takes its own.
+answer's alone; a reply from the cache has neither. The calls of every selected row are
+submitted ahead (:func:`plan_ahead`, the kind's ``plan_ahead``; on an xdist worker those
+of its own rows), ``--ragbench-concurrency`` at a time; each item then takes its own.
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ from pytest_ragbench.metrics import Unscored, semantic_similarity
 from pytest_ragbench.metrics.grades import agrade
 from pytest_ragbench.metrics.repeated import JudgeSettings, combine, evidence_lines, outcome_judge
 from pytest_ragbench.run.prefetch import Prefetcher
-from pytest_ragbench.run.schedule import on_worker, upcoming
 from pytest_ragbench.systems.prompts import SYSTEM_INSTRUCTION
 from pytest_ragbench.systems.protocols import Context
 
@@ -202,27 +201,43 @@ def _prompt_text(case: RagcsvCase, answerer: Answerer) -> str:
     return "\n".join(f"[{m['role']}] {m['content']}" for m in answer_messages(case))
 
 
-def _replies(case: RagcsvCase, item: ItemRun, answerer: Answerer, judge: Any,
-             settings: JudgeSettings) -> RowReplies:
-    """The row's replies: prefetched with every selected row of the session, or made now.
+def plan_ahead(items: list[pytest.Item], item: ItemRun) -> None:
+    """Submit the answer and grade calls of the RAGCSV ``items`` to come (``ItemKind.plan_ahead``).
+
+    They run at most ``--ragbench-concurrency`` at a time; each row then takes its own.
+    """
+    answerer = _answerer(item)
+    judge = item.fixture("ragbench_judge")
+    settings = JudgeSettings.from_config(item.config)
+    prefetcher = _prefetcher(item, answerer)
+    for queued in items:
+        case = getattr(queued, "case", None)
+        if isinstance(case, RagcsvCase):
+            prefetcher.submit(_key(queued.nodeid, case, answerer),
+                              _job(case, answerer, judge, settings))
+
+
+def _prefetcher(item: ItemRun, answerer: Answerer) -> Prefetcher:
+    """The session's prefetcher of this item's system (one for the rows the generator answers).
 
     Rows answered by the generator are keyed by file and row, not by system, so the rows
     of several systems without ``answer_from`` are answered and graded once.
     """
     state = item.session_state(STATE, RagcsvState)
     owner = None if answerer.shared else item.system_name
-    prefetcher = state.prefetchers.get(owner)
-    fresh = prefetcher is None
+    prefetcher: Prefetcher | None = state.prefetchers.get(owner)
     if prefetcher is None:
         prefetcher = Prefetcher(item.config.concurrency, loop=item.fixture("ragbench_loop"))
         state.prefetchers[owner] = prefetcher
         if item.request is not None:
             item.request.config.add_cleanup(prefetcher.close)
-    # every selected row once; on an xdist worker, its queued rows before each row
-    if fresh or (item.request is not None and on_worker(item.request.config)):
-        for nodeid, other in _selected_rows(item):
-            prefetcher.submit(_key(nodeid, other, answerer),
-                              _job(other, answerer, judge, settings))
+    return prefetcher
+
+
+def _replies(case: RagcsvCase, item: ItemRun, answerer: Answerer, judge: Any,
+             settings: JudgeSettings) -> RowReplies:
+    """The row's replies: submitted ahead by :func:`plan_ahead`, or asked now."""
+    prefetcher = _prefetcher(item, answerer)
     key = _key(item.nodeid or case.id, case, answerer)
     prefetcher.submit(key, _job(case, answerer, judge, settings))  # no-op when submitted
     # taken by this item: its rerun asks again, rows of other systems share the first replies
@@ -232,20 +247,6 @@ def _replies(case: RagcsvCase, item: ItemRun, answerer: Answerer, judge: Any,
 
 def _key(nodeid: str, case: RagcsvCase, answerer: Answerer) -> str:
     return f"{case.file}#{case.row}" if answerer.shared else nodeid
-
-
-def _selected_rows(item: ItemRun) -> list[tuple[str, RagcsvCase]]:
-    """Every RAGCSV item of this system still in the session (a worker: those queued for it)."""
-    request = item.request
-    if request is None:
-        return []
-    rows = []
-    for queued in upcoming(request):
-        case = getattr(queued, "case", None)
-        if isinstance(case, RagcsvCase) and \
-                getattr(queued, "system_name", None) == item.system_name:
-            rows.append((queued.nodeid, case))
-    return rows
 
 
 def _job(case: RagcsvCase, answerer: Answerer, judge: Any, settings: JudgeSettings) -> Any:

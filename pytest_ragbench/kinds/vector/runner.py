@@ -28,6 +28,9 @@ The system answers the question (a conversational case passes its prior turns as
 - ``judge_relevance`` (LLM-as-judge, :mod:`pytest_ragbench.metrics.relevance`): the judge
   rates each of the first k retrieved contexts 0-10 against the question; the mean / 10.
   Only with a judge.
+- ``graded_ndcg``, when the case gives ``relevance: {source: grade}`` (2 contains the answer,
+  1 related, 0 irrelevant; seed 004): nDCG@k of the first k contexts' sources, the grade as
+  gain, each source counted at its first rank (pytrec_eval).
 """
 
 from __future__ import annotations
@@ -47,11 +50,13 @@ from pytest_ragbench.kinds.answer_common import (
     retrieved_listing,
     score_sources,
     shorten,
+    source_hits,
     usage_of,
 )
 from pytest_ragbench.kinds.facts import missing_text, record_facts
 from pytest_ragbench.metrics import semantic_similarities
 from pytest_ragbench.metrics.decline import injection_in, obeyed, refusal_phrase
+from pytest_ragbench.metrics.ir import graded_ndcg
 from pytest_ragbench.metrics.registry import Score, Unscored
 from pytest_ragbench.metrics.repeated import JudgeSettings, evidence_lines, outcome_judge
 from pytest_ragbench.systems.prompts import SYSTEM_INSTRUCTION
@@ -66,6 +71,12 @@ def run(case: VectorCase, item: ItemRun) -> Outcome:
     scores = Scores()
     k = retrieval_k(item.system(), contexts, item.config.k)
     hits = score_sources(scores, case.expected_sources, contexts, k)
+
+    if case.relevance:
+        graded = source_hits(list(case.relevance), contexts, k)
+        scores.put("graded_ndcg", graded_ndcg(case.relevance, graded.ranked, k))
+    else:
+        scores.put("graded_ndcg", Unscored("the case gives no relevance grades"))
 
     reference = case.ground_truth if case.expect == "answer" else None
     cosines, answer_similarity = _similarities(case.question, contexts[:k], text,
