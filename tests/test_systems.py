@@ -107,9 +107,8 @@ def test_the_default_name_is_ragbench_system(pytester: pytest.Pytester) -> None:
     assert _asked(project)[1] == {"main": ["exact", "halves"]}  # default: the override, exact
 
 
-KNOWN = ("dense, bm25, hybrid, qdrant, qdrant_dense, qdrant_bm25, default (built in), exact, "
-         "halves, terse "
-         "(registered by pytest_ragbench_systems)")
+KNOWN = ("dense, bm25, hybrid, graph, qdrant, qdrant_dense, qdrant_bm25, default (built in), "
+         "exact, halves, terse (registered by pytest_ragbench_systems)")
 
 
 @pytest.mark.parametrize(("extra", "systems", "message"), [
@@ -160,8 +159,8 @@ def test_without_registered_systems_the_error_says_how_to_add_one(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
         "ERROR: ragbench: --ragbench-systems: unknown system 'mine'; known systems: dense, "
-        "bm25, hybrid, qdrant, qdrant_dense, qdrant_bm25, default (built in); register your "
-        "own with the "
+        "bm25, hybrid, graph, qdrant, qdrant_dense, qdrant_bm25, default (built in); register "
+        "your own with the "
         "pytest_ragbench_systems hook (conftest.py)"])
 
 
