@@ -79,11 +79,10 @@ def read_triggers(table: Any, where: str) -> dict[str, dict[str, Any]]:
     return triggers
 
 
-def read(path: Path, keys: Sequence[str] = ()) -> SettingsFile | None:
-    """Read ``[thresholds]`` and ``[gates]`` of a TOML file (under ``keys``: tool.ragbench).
+def toml_table(path: Path, keys: Sequence[str] = ()) -> dict[str, Any] | None:
+    """The table under ``keys`` (e.g. tool.ragbench) of a TOML file; None without the file.
 
-    None when the file does not exist; :class:`ConfigError` naming the file and the key
-    for anything that is not a table of finite numbers.
+    :class:`ConfigError` naming the file when it is not TOML or the keys hold no table.
     """
     try:
         if not path.is_file():
@@ -98,6 +97,18 @@ def read(path: Path, keys: Sequence[str] = ()) -> SettingsFile | None:
         data = data.get(key, {}) if isinstance(data, dict) else {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: [{'.'.join(keys)}] must be a table")
+    return data
+
+
+def read(path: Path, keys: Sequence[str] = ()) -> SettingsFile | None:
+    """Read ``[thresholds]`` and ``[gates]`` of a TOML file (under ``keys``: tool.ragbench).
+
+    None when the file does not exist; :class:`ConfigError` naming the file and the key
+    for anything that is not a table of finite numbers.
+    """
+    data = toml_table(path, keys)
+    if data is None:
+        return None
     tables = {}
     for section in SECTIONS:
         where = ".".join([*keys, section])

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ragbench.config.setting_files import toml_table
 from pytest_ragbench.errors import ConfigError, did_you_mean, short_repr
 
 EMBEDDED = "embedded"
@@ -188,15 +189,8 @@ def read_base(table: Any, where: str) -> dict[str, Scalar]:
 
 def read_file_table(path: Path, keys: Sequence[str] = ()) -> Sweep | None:
     """The ``[sweep]`` table of a TOML file (under ``keys``), or None without one."""
-    if not path.is_file():
-        return None
-    try:
-        data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    for key in keys:
-        data = data.get(key, {}) if isinstance(data, dict) else {}
-    if not isinstance(data, dict) or "sweep" not in data:
+    data = toml_table(path, keys)
+    if data is None or "sweep" not in data:
         return None
     return read_table(data["sweep"], f"{path}: [{'.'.join([*keys, 'sweep'])}]")
 
