@@ -21,7 +21,7 @@ import yaml
 
 from pytest_ragbench.cases.build import build_cases
 from pytest_ragbench.cases.loaders import read_case_file
-from pytest_ragbench.datasets.generate.questions import QuestionGenerator
+from pytest_ragbench.datasets.generate.questions import TEXT_CHARS, TYPES, QuestionGenerator
 from pytest_ragbench.systems.protocols import Document
 from tests.llama_server import LlamaServer, llama_server  # noqa: F401  (the fixture)
 
@@ -53,8 +53,8 @@ def test_generation_through_a_real_server_records_every_filter(
         tmp_path: Path, llama_server: LlamaServer) -> None:  # noqa: F811
     folder = _folder(tmp_path)
     out, report = tmp_path / "drafts.yaml", tmp_path / "report.json"
-    args = [f"--from={folder}", f"--llm-url={llama_server.url}", "--n", "4", "--seed", "5",
-            "--types", "factual,multi_hop,conversational,unanswerable", "--attempts", "1",
+    args = [f"--from={folder}", f"--llm-url={llama_server.url}", "--n", "6", "--seed", "5",
+            "--types", ",".join(TYPES), "--attempts", "1",
             f"--cache={tmp_path / 'cache'}", f"--out={out}", f"--report={report}"]
     before = llama_server.statuses()[200]
     made = _generate(tmp_path, *args)
@@ -68,8 +68,15 @@ def test_generation_through_a_real_server_records_every_filter(
     assert "model calls: " in made.stdout and "llm/factual" in made.stdout
     cases = (yaml.safe_load(out.read_text()) or {}).get("cases") or []
     kept = sum(accounting["kept"].values())
-    assert len(cases) == kept <= 4
+    assert len(cases) == kept <= 6
+    # every type was asked of the model (noisy perturbs a kept factual question: no call)
+    tried = {f"llm/{t}" for t in TYPES if t != "noisy"}
+    assert tried <= set(accounting["kept"]) | set(accounting["rejected"])
     for case in cases:
+        # the schema's length bound, enforced by the server's grammar (a noisy variant's
+        # perturbation may lengthen its question)
+        assert len(case["ground_truth"]) <= TEXT_CHARS
+        assert case["category"] == "noisy" or len(case["question"]) <= TEXT_CHARS
         assert case["review"] == "draft"
         provenance = case["provenance"]
         assert provenance["model"] == "local" and provenance["seed"] == 5
@@ -125,6 +132,66 @@ def test_generation_through_a_real_server_records_every_filter(
             assert sample["contexts"] and all(
                 any(text in context or context in text for text in DOCUMENTS.values())
                 for context in sample["contexts"])
+
+
+def test_the_servers_grammar_holds_each_text_to_the_schemas_length_bound(
+        llama_server: LlamaServer) -> None:  # noqa: F811
+    # A small model under a JSON grammar can write one string until the token budget ends,
+    # and a cut reply is no JSON: every text of the question schemas has a maxLength, which
+    # the server's grammar enforces, so the budget leaves room for every field. Shown with
+    # a bound far shorter than the reply the model writes unbounded.
+    from pytest_ragbench.datasets.generate.questions import (
+        CONVERSATION_SCHEMA,
+        QA_SCHEMA,
+        REPLY_TOKENS,
+        SYSTEM,
+    )
+    from pytest_ragbench.systems.openai_client import OpenAICompatibleClient
+
+    for schema in (QA_SCHEMA, CONVERSATION_SCHEMA):
+        assert {p["maxLength"] for p in schema["properties"].values()} == {TEXT_CHARS}
+    client = OpenAICompatibleClient(llama_server.url, "local", seed=1, role="generator")
+    prompt = ("Passage:\n" + DOCUMENTS["knicks.md"] + "\n\nWrite one question this passage "
+              'answers and its answer, in full sentences. Reply as JSON: {"question": "...", '
+              '"answer": "..."}')
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
+    short = {"type": "string", "maxLength": 20}
+    unbounded = client.generate(messages, schema={**QA_SCHEMA, "properties": {
+        "question": {"type": "string"}, "answer": {"type": "string"}}},
+        max_tokens=REPLY_TOKENS).data
+    bounded = client.generate(messages, schema={**QA_SCHEMA, "properties": {
+        "question": short, "answer": short}}, max_tokens=REPLY_TOKENS).data
+    assert isinstance(unbounded, dict) and isinstance(bounded, dict)
+    assert max(len(unbounded["question"]), len(unbounded["answer"])) > 20  # the model runs on
+    assert all(len(bounded[k]) <= 20 for k in ("question", "answer"))
+
+
+def test_a_beir_corpus_through_the_command_line_names_document_ids_as_sources(
+        tmp_path: Path, llama_server: LlamaServer) -> None:  # noqa: F811
+    folder = tmp_path / "beir"
+    folder.mkdir()
+    records = [{"_id": name.split(".")[0], "title": name, "text": text}
+               for name, text in DOCUMENTS.items() if name.endswith(".md")]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    out, report = tmp_path / "beir_drafts.yaml", tmp_path / "beir_report.json"
+    made = _generate(tmp_path, f"--from={folder}", "--source=beir",
+                     f"--llm-url={llama_server.url}", "--n", "2", "--seed", "3",
+                     "--types", "factual,multi_hop", "--attempts", "1",
+                     f"--cache={tmp_path / 'cache'}", f"--out={out}", f"--report={report}")
+    assert made.returncode in (0, 1), made.stderr  # 1: fewer than asked (a weak model)
+    print(made.stdout)
+    accounting = json.loads(report.read_text())
+    assert accounting["model_calls"] >= 1
+    assert {"llm/factual", "llm/multi_hop"} <= set(accounting["kept"]) | set(
+        accounting["rejected"])
+    cases = (yaml.safe_load(out.read_text()) or {}).get("cases") or []
+    assert len(cases) == sum(accounting["kept"].values())
+    ids = {r["_id"] for r in records}
+    for case in cases:
+        # a BEIR case names the corpus's document ids, which the beir kind's qrels use
+        assert set(case["expected_sources"]) <= ids
+        assert case["review"] == "draft" and case["provenance"]["seed"] == 3
+    assert build_cases(read_case_file(out)).invalid == []
 
 
 class _Scripted:

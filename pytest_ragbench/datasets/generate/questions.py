@@ -46,12 +46,16 @@ from pytest_ragbench.systems.protocols import Document
 TYPES = ("factual", "multi_hop", "comparison", "conversational", "noisy", "unanswerable")
 DIFFICULTIES = ("easy", "medium", "hard")
 RANK_DEPTH = 10
-QA_SCHEMA = {"type": "object", "properties": {"question": {"type": "string"},
-                                              "answer": {"type": "string"}},
+# Each text has a length bound: a small model under a JSON grammar can write one string
+# until its token budget runs out, and a reply cut there is not JSON. llama.cpp's grammar
+# and servers' guided decoding enforce ``maxLength``; the budget leaves room for every field.
+TEXT_CHARS = 200
+REPLY_TOKENS = 400
+_TEXT = {"type": "string", "maxLength": TEXT_CHARS}
+QA_SCHEMA = {"type": "object", "properties": {"question": _TEXT, "answer": _TEXT},
              "required": ["question", "answer"]}
 CONVERSATION_SCHEMA = {"type": "object", "properties": {
-    "first_question": {"type": "string"}, "first_answer": {"type": "string"},
-    "follow_up": {"type": "string"}, "answer": {"type": "string"}},
+    "first_question": _TEXT, "first_answer": _TEXT, "follow_up": _TEXT, "answer": _TEXT},
     "required": ["first_question", "first_answer", "follow_up", "answer"]}
 JUDGE_SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string",
                                                              "enum": ["yes", "no"]}},
@@ -239,7 +243,7 @@ class QuestionGenerator:
     def _ask(self, prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
         messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
         self.accounting.model_calls += 1
-        generation = self.model.generate(messages, schema=schema, max_tokens=200)
+        generation = self.model.generate(messages, schema=schema, max_tokens=REPLY_TOKENS)
         self.accounting.cached_calls += bool(getattr(generation, "cached", False))
         data = generation.data
         if not isinstance(data, dict):
