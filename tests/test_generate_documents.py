@@ -159,6 +159,28 @@ def test_a_question_that_shares_no_word_with_its_source_is_rejected_before_any_c
         generator.check(follow_up)
 
 
+def test_a_statement_or_an_answer_that_repeats_its_question_is_rejected_before_any_call(
+) -> None:
+    # SmolLM2 wrote both as "questions"; neither tests a retriever
+    passage = _shooting_passage()
+    generator = QuestionGenerator([passage], None, embedder=None, retriever=None)
+    statement = "Three-point percentages are stored as NULL when no attempts were made."
+    record, reason = generator.check(Candidate("factual", statement, "NULL", [passage]))
+    assert (reason, record["form"]["question_mark"]) == ("not a question", False)
+    question = "How are missing three-point percentages stored?"
+    record, reason = generator.check(
+        Candidate("factual", question, "how are missing Three-point percentages stored",
+                  [passage]))
+    assert (reason, record["form"]["answer_repeats_question"]) == (
+        "the answer repeats the question", True)
+    # a noisy variant is judged by its original: a perturbation may drop the mark
+    noisy = Candidate("noisy", "How are missin three-point percentages stored", "As NULL.",
+                      [passage], extra={"original_question": question})
+    with pytest.raises(AttributeError):  # past the form and overlap filters: the retriever
+        generator.check(noisy)
+    assert generator.accounting.model_calls == 0
+
+
 @pytest.mark.parametrize(("rank", "level"), [(1, "easy"), (2, "medium"), (5, "medium"),
                                              (6, "hard"), (None, "hard")])
 def test_difficulty_follows_the_rank_of_the_source(rank: int | None, level: str) -> None:

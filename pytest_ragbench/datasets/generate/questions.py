@@ -14,6 +14,8 @@ Question types (the case's ``category``):
 Filters, recorded under ``provenance.filters`` of every kept case (the first that fails
 is the rejection reason):
 
+- ``form``: the question is one (it ends with a question mark; a noisy variant is judged by
+  its original) and its answer does not merely repeat it;
 - ``overlap``: the share of the question's content words found in one sentence of its
   source must not exceed ``overlap_bound`` (a copied sentence is too easy), and the share
   found anywhere in its source passages must reach ``min_overlap`` (a question that shares
@@ -148,6 +150,11 @@ def source_share(question: str, passages: Sequence[str]) -> float:
         return 0.0
     found = set().union(*(content_words(p) for p in passages)) if passages else set()
     return round(len(words & found) / len(words), 3)
+
+
+def _same_words(a: str, b: str) -> bool:
+    """Whether two texts are the same words, case and punctuation aside."""
+    return _WORD.findall(a.lower()) == _WORD.findall(b.lower())
 
 
 def difficulty(rank: int | None) -> str:
@@ -304,8 +311,16 @@ class QuestionGenerator:
         import numpy as np
 
         record: dict[str, Any] = {}
-        if not candidate.question.strip() or not candidate.answer.strip():
+        question, answer = candidate.question.strip(), candidate.answer.strip()
+        if not question or not answer:
             return record, "empty question or answer"
+        asked = str(candidate.extra.get("original_question") or question)
+        record["form"] = {"question_mark": asked.rstrip(" \"'").endswith("?"),
+                          "answer_repeats_question": _same_words(answer, question)}
+        if not record["form"]["question_mark"]:
+            return record, "not a question"
+        if record["form"]["answer_repeats_question"]:
+            return record, "the answer repeats the question"
         if candidate.sources:
             texts = [p.text for p in candidate.sources]
             overlap = copy_overlap(candidate.question, texts)
