@@ -75,3 +75,15 @@ def _loaded_plugins(tmp_path: Path) -> str:
                              "no:cacheprovider"], cwd=project, capture_output=True, text=True,
                             check=False)
     return "pytest_ragbench.plugin" if "LOADED True" in result.stdout else ""
+
+
+def test_collecting_case_files_imports_no_statistics_library() -> None:
+    """scipy (2 s of import) waits for the report: collection and the items need none."""
+    root = Path(__file__).resolve().parent.parent
+    probe = ("import sys, pytest\n"
+             "code = pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider',\n"
+             "                    'test_cases/nba_sql.yaml'])\n"
+             "print('EXIT', int(code), 'SCIPY', 'scipy' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True,
+                            text=True, check=False, timeout=300)
+    assert "EXIT 0 SCIPY False" in result.stdout, result.stdout[-2000:] + result.stderr

@@ -142,12 +142,15 @@ class SettingsTree:
 
     ``anchors``: where a file's chain of folders starts: the rootdir, then collected paths
     outside it (their own ragbench.toml and those below them count; their parents' not).
-    Each folder's file is read once.
+    Each folder's file is read once, and each case file's thresholds merged once (every
+    item of a file asks for them: the folder walk's system calls were the largest part of
+    an item's own time).
     """
 
     base: SettingsFile
     anchors: tuple[Path, ...]
     _read: dict[Path, SettingsFile | None] = field(default_factory=dict, repr=False)
+    _thresholds: dict[Path, dict[str, float]] = field(default_factory=dict, repr=False)
 
     def at(self, folder: Path) -> SettingsFile | None:
         """The ragbench.toml of ``folder``, if it has one."""
@@ -169,10 +172,13 @@ class SettingsTree:
 
     def thresholds_for(self, path: Path) -> dict[str, float]:
         """The configured thresholds of a case file: the base, then its chain, nearest last."""
-        merged = dict(self.base.thresholds)
-        for found in self.chain(path):
-            merged.update(found.thresholds)
-        return merged
+        merged = self._thresholds.get(path)
+        if merged is None:
+            merged = dict(self.base.thresholds)
+            for found in self.chain(path):
+                merged.update(found.thresholds)
+            self._thresholds[path] = merged
+        return dict(merged)  # the caller's own copy
 
     def discover(self, paths: Iterable[Path], skip: Callable[[Path], bool]) -> list[SettingsFile]:
         """Every ragbench.toml on the way to ``paths`` and below them, shallowest first."""

@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from pytest_ragbench.stats.core import adjust_pvalues
 
@@ -102,6 +101,8 @@ def _t_bounds(mean: float, se: float, df: float, confidence: float) -> tuple[flo
         return math.nan, math.nan
     if se == 0.0:
         return mean, mean
+    from scipy import stats as scipy_stats  # lazy: 2 s of import, collection needs none
+
     half = float(scipy_stats.t.ppf(0.5 + confidence / 2, df)) * se
     return mean - half, mean + half
 
@@ -179,6 +180,8 @@ def welch(a: Moments, b: Moments, confidence: float = CONFIDENCE
         return delta, delta, delta, (1.0 if delta == 0 else 0.0)
     df = (va + vb) ** 2 / ((va * va / (a.n - 1) if va else 0.0)
                            + (vb * vb / (b.n - 1) if vb else 0.0))
+    from scipy import stats as scipy_stats  # lazy: 2 s of import, collection needs none
+
     p = float(2 * scipy_stats.t.sf(abs(delta) / se, df))
     low, high = _t_bounds(delta, se, df, confidence)
     return delta, low, high, p
