@@ -53,7 +53,11 @@ def register(subparsers: Any) -> None:
                           help="the source type (default: told from --from)")
     generate.add_argument("--kind", help="the case kind to write (default: the source's own: "
                                          "sql for databases, ragas for tables and logs, "
-                                         "vector for documents and BEIR)")
+                                         "vector for documents and BEIR; hybrid for a "
+                                         "database with --documents)")
+    generate.add_argument("--documents", type=Path, metavar="FOLDER",
+                          help="with a database and --kind hybrid: the documents whose "
+                               "sentences about each SQL answer complete the case")
     generate.add_argument("--n", type=int, default=60, help="how many cases (default 60)")
     generate.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     generate.add_argument("--out", required=True, type=Path,
@@ -140,6 +144,18 @@ def generate(args: argparse.Namespace) -> Generated:
         url = args.source_path
         if "://" not in url:
             url = f"sqlite:///{Path(url).as_posix()}"  # as given: relative stays relative
+        if args.kind == "hybrid" or args.documents is not None:
+            if args.kind not in (None, "hybrid") or args.documents is None:
+                raise GenerateError("hybrid cases need both --kind hybrid and "
+                                    "--documents=FOLDER")
+            # lazy: each source's generator is loaded only when that source is asked for
+            from pytest_ragbench.datasets.generate.hybrid import generate_hybrid
+
+            return generate_hybrid(url, args.documents, args.n, args.seed,
+                                   chunk_chars=args.chunk_chars)
+        if args.kind not in (None, "sql"):
+            raise GenerateError(f"--kind {args.kind}: a database gives sql cases, or "
+                                "hybrid ones with --documents=FOLDER")
         return generate_sql(url, args.n, args.seed)
     if source == "logs":
         # lazy: each source's generator is loaded only when that source is asked for
