@@ -5,9 +5,9 @@
 
 Prints, per source, what ``ragbench generate`` prints: the cases kept and rejected per type
 with the reasons, the share of exact cases verified, model calls (and those answered from
-the cache) and time. Sources: the bundled database (SQL), the loghub oracle (logs, when
-present), and, with the local SmolLM2 writing and judging the questions as
-``ragbench generate`` does when no --llm-url is given, the bundled corpus
+the cache) and time. Sources: the bundled database (SQL; hybrid with the bundled
+corpus), the loghub oracle (logs, when present), and, with the local SmolLM2 writing and
+judging the questions as ``ragbench generate`` does when no --llm-url is given, the bundled corpus
 (``test_cases/corpus``) and the bundled BEIR folder (``test_cases/beir/nba_mini``), all six
 question types. For these two it also prints how many candidates were written, how many
 passed every filter, and the kept questions. The response and embedding cache is a fresh
@@ -24,12 +24,13 @@ from pathlib import Path
 from pytest_ragbench.cli import build_parser
 from pytest_ragbench.datasets.generate.command import generate
 from pytest_ragbench.datasets.generate.common import Generated
+from pytest_ragbench.datasets.generate.hybrid import generate_hybrid
 from pytest_ragbench.datasets.generate.logs import generate_logs
 from pytest_ragbench.datasets.generate.sql import generate_sql
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGHUB = ROOT.parent / "shared" / "oracles" / "loghub"
-SOURCES = ("sql", "logs", "corpus", "beir")
+SOURCES = ("sql", "hybrid", "logs", "corpus", "beir")
 # rejections that are no candidate: nothing was written for them
 NOT_WRITTEN = ("no two documents share an entity", "no perturbation applies")
 
@@ -38,6 +39,13 @@ def bench_sql() -> None:
     database = ROOT / "test_cases" / "data" / "nba_stats.db"
     print(f"## sql: {database.relative_to(ROOT)}, --n 60 --seed 7")
     print(generate_sql(f"sqlite:///{database}", 60, seed=7).accounting.table())
+
+
+def bench_hybrid() -> None:
+    database = ROOT / "test_cases" / "data" / "nba_stats.db"
+    print(f"## hybrid: {database.relative_to(ROOT)} with test_cases/corpus, --n 20 --seed 7")
+    print(generate_hybrid(f"sqlite:///{database}", ROOT / "test_cases" / "corpus", 20,
+                          seed=7).accounting.table())
 
 
 def bench_logs() -> None:
@@ -103,6 +111,9 @@ def main() -> None:
         print(f"cache: {shown}{'' if given_cache else ' (cold)'}\n")
         if "sql" in only:
             bench_sql()
+            print()
+        if "hybrid" in only:
+            bench_hybrid()
             print()
         if "logs" in only:
             bench_logs()

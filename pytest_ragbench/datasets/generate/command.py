@@ -151,8 +151,7 @@ def generate(args: argparse.Namespace) -> Generated:
             # lazy: each source's generator is loaded only when that source is asked for
             from pytest_ragbench.datasets.generate.hybrid import generate_hybrid
 
-            return generate_hybrid(url, args.documents, args.n, args.seed,
-                                   chunk_chars=args.chunk_chars)
+            return generate_hybrid(url, args.documents, args.n, args.seed)
         if args.kind not in (None, "sql"):
             raise GenerateError(f"--kind {args.kind}: a database gives sql cases, or "
                                 "hybrid ones with --documents=FOLDER")

@@ -1,8 +1,9 @@
 """Hybrid cases: an exact SQL question joined to what the documents say about its answer.
 
-Each SQL case of :func:`~pytest_ragbench.datasets.generate.sql.generate_sql` (executed on
-the database opened read-only) whose one-row result names something — a text value — that
-one or more documents name too becomes a ``hybrid`` case:
+Each SQL case of :func:`~pytest_ragbench.datasets.generate.sql.generate_sql` in the
+categories :data:`SQL_CATEGORIES` (executed on the database opened read-only) whose
+one-row result names something (a text value) that one or more documents name too
+becomes a ``hybrid`` case:
 
 - ``question``: the SQL question, then "What do the documents say about <name>?" (about
   "them" when the question does not name it: the name is its answer);
@@ -19,6 +20,7 @@ No model is needed: what is exact stays exact, and the context is found, not inv
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,10 +32,17 @@ from pytest_ragbench.datasets.generate.common import Accounting, Generated, Gene
 from pytest_ragbench.systems.protocols import Document
 
 MAX_SOURCES = 3
-SQL_PER_CASE = 6  # SQL candidates asked for per hybrid case: most results name nothing
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+WHOLE_DOCUMENT = 10**9  # characters: no document is split into passages
+# The SQL categories whose answer is one row that names something (a lookup by name, the
+# highest or lowest one); about half of them are named by a document of the bundled corpus.
+SQL_CATEGORIES = ("join", "ranking")
+SQL_PER_CASE = 3  # SQL cases asked for per hybrid case
+# a sentence ends at . ! or ? before a capital, but not after an initial (P.J.) or a title
+_SENTENCE = re.compile(r"(?<=[.!?])(?<![\s.][A-Z]\.)(?<!Jr\.)(?<!Sr\.)(?<!St\.)(?<!vs\.)"
+                       r"\s+(?=[A-Z0-9\"'(])")
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _MARKUP = re.compile(r"\*\*|__|`")
+_HEADING = re.compile(r"\*\*[^*]+\*\*:?")
 _BULLET = re.compile(r"([-*+]|\d+[.)])\s+")
 MIN_SENTENCE = 40  # shorter: a heading or a caption, no context
 
@@ -63,7 +72,10 @@ def sentences(text: str) -> list[str]:
         if not lines or lines[0].startswith(("#", "|", "<")):
             continue
         chunks: list[list[str]] = []
-        for line in lines:  # a list item is a sentence of its own
+        for line in lines:  # a list item is a sentence of its own; a bold line a heading
+            if _HEADING.fullmatch(line):
+                chunks.append([])
+                continue
             bullet = _BULLET.match(line)
             if bullet or not chunks:
                 chunks.append([])
@@ -95,8 +107,7 @@ def _round_robin(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for queue in queues if i < len(queue)]
 
 
-def generate_hybrid(url: str, documents_path: Path, n: int, seed: int, *,
-                    chunk_chars: int = 1000) -> Generated:
+def generate_hybrid(url: str, documents_path: Path, n: int, seed: int) -> Generated:
     """``n`` hybrid cases from the database at ``url`` and the documents at ``documents_path``."""
     # lazy: each source's generator is loaded only when that source is asked for
     from pytest_ragbench.datasets.generate.documents import read_documents
@@ -104,17 +115,26 @@ def generate_hybrid(url: str, documents_path: Path, n: int, seed: int, *,
     from pytest_ragbench.sql.engine import open_read_only, run_query
     from pytest_ragbench.sql.match import compare_tables
 
-    passages, problems = read_documents(documents_path, chunk_chars)
+    # whole documents: a passage's cut would split a paragraph's sentences
+    passages, problems = read_documents(documents_path, WHOLE_DOCUMENT)
     if not passages:
         raise GenerateError(f"{documents_path}: no documents to join the SQL answers to")
     documents = documents_by_source(passages)
-    sql = generate_sql(url, SQL_PER_CASE * n, seed)
+    sql = generate_sql(url, SQL_PER_CASE * n, seed, categories=SQL_CATEGORIES)
     accounting = Accounting()
     cases: list[dict[str, Any]] = []
+    answered: set[str] = set()  # SQL answers kept: a paraphrase of a kept question adds none
     for case in _round_robin(sql.cases):
         kind = f"hybrid/{case['category']}"
         if len(cases) >= n:
             break
+        if not isinstance(case["ground_truth_data"], dict):
+            accounting.reject(kind, "more than one row")
+            continue
+        answer = json.dumps(case["ground_truth_data"], sort_keys=True, default=str)
+        if answer in answered:
+            accounting.reject(kind, "the same answer as a kept case")
+            continue
         names = named_values(case["ground_truth_data"])
         if not names:
             accounting.reject(kind, "the result names nothing (no text value)")
@@ -137,6 +157,7 @@ def generate_hybrid(url: str, documents_path: Path, n: int, seed: int, *,
                   "expected_sources": [source for source, _ in found],
                   "expected_facts": values}
         accounting.keep(kind)
+        answered.add(answer)
         provenance = {**case["provenance"], "generator": "hybrid",
                       "documents": [source for source, _ in found], "named": name}
         cases.append(draft({"id": generated_id(hybrid["question"], hybrid), **hybrid},

@@ -426,19 +426,20 @@ def _answer(question: str, records: list[dict[str, Any]]) -> str:
     return "; ".join(", ".join(f"{k}: {_shown(v)}" for k, v in row.items()) for row in records)
 
 
-def generate_sql(url: str, n: int, seed: int, *, timeout_s: float = 30.0) -> Generated:
-    """``n`` sql cases (spread evenly over :data:`CATEGORIES`) from the database at ``url``."""
+def generate_sql(url: str, n: int, seed: int, *, timeout_s: float = 30.0,
+                 categories: tuple[str, ...] = CATEGORIES) -> Generated:
+    """``n`` sql cases (spread evenly over ``categories``) from the database at ``url``."""
     accounting = Accounting()
     engine = open_read_only(url, timeout_s=timeout_s)
     shown_url = sa.make_url(url).render_as_string(hide_password=True)
     try:
         schema = Schema(engine)
         rng = random.Random(seed)
-        quotas = {c: n // len(CATEGORIES) + (i < n % len(CATEGORIES))
-                  for i, c in enumerate(CATEGORIES)}
-        kept: dict[str, list[dict[str, Any]]] = {c: [] for c in CATEGORIES}
+        quotas = {c: n // len(categories) + (i < n % len(categories))
+                  for i, c in enumerate(categories)}
+        kept: dict[str, list[dict[str, Any]]] = {c: [] for c in categories}
         seen: set[str] = set()
-        for category in CATEGORIES:
+        for category in categories:
             rounds = 0
             while len(kept[category]) < quotas[category] and rounds < 40 * max(1, n):
                 rounds += 1
@@ -455,7 +456,7 @@ def generate_sql(url: str, n: int, seed: int, *, timeout_s: float = 30.0) -> Gen
                             "generator": "sql", "template": candidate.template,
                             "source": shown_url, "tables": list(candidate.tables),
                             "seed": seed, "model": None}))
-        cases = [case for category in CATEGORIES for case in kept[category]]
+        cases = [case for category in categories for case in kept[category]]
         for case in cases:  # a second, independent run of each query
             actual = run_query(engine, case["expected_sql"])
             expected = Table.from_records(case["ground_truth_data"])
@@ -463,7 +464,7 @@ def generate_sql(url: str, n: int, seed: int, *, timeout_s: float = 30.0) -> Gen
             if compare_tables(expected, actual, order_matters=case.get("order_matters",
                                                                        False)).ok:
                 accounting.verified += 1
-        for category in CATEGORIES:
+        for category in categories:
             if len(kept[category]) < quotas[category]:
                 accounting.reject(f"sql/{category}",
                                   f"quota unmet ({len(kept[category])}/{quotas[category]})")
