@@ -36,6 +36,7 @@ from pytest_ragbench.render.text import (
     interval,
     num,
     percent,
+    percent_interval,
     seconds,
     section_cell,
 )
@@ -117,9 +118,7 @@ def interval_text(cell: dict[str, Any], share: bool = False) -> str:
     low, high = plots.finite(cell.get("ci_low")), plots.finite(cell.get("ci_high"))
     if low is None or high is None:
         return "-"
-    if share:
-        return f"[{percent(low)}, {percent(high)}]"
-    return interval(low, high)
+    return percent_interval(low, high) if share else interval(low, high)
 
 
 def pass_rate_text(cell: dict[str, Any]) -> str:
@@ -129,9 +128,9 @@ def pass_rate_text(cell: dict[str, Any]) -> str:
         return "-"
     low, high = plots.finite(cell.get("pass_rate_ci_low")), plots.finite(
         cell.get("pass_rate_ci_high"))
-    bounds = f" [{percent(low)}, {percent(high)}]" \
-        if low is not None and high is not None else ""
-    return percent(rate) + bounds
+    if low is None or high is None:
+        return percent(rate)
+    return f"{percent(rate)} {percent_interval(low, high)}"
 
 
 def threshold_text(cell: dict[str, Any]) -> str:
