@@ -48,6 +48,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("datasets/generate/sql.py", "sql"): "the kind of the records the SQL generator writes",
     ("datasets/generate/command.py", "vector"): "a kind the documents generator writes",
     ("datasets/generate/command.py", "ragas"): "a kind the documents generator writes",
+    ("datasets/generate/command.py", "hybrid"): "a kind the database generator writes",
+    ("datasets/generate/hybrid.py", "hybrid"): "the kind of the records the hybrid "
+                                               "generator writes",
 }
 
 
