@@ -24,7 +24,8 @@ from pathlib import Path
 from pytest_ragbench.cli import build_parser
 from pytest_ragbench.datasets.generate.command import generate
 from pytest_ragbench.datasets.generate.common import Generated
-from pytest_ragbench.datasets.generate.hybrid import generate_hybrid
+from pytest_ragbench.datasets.generate.documents import read_documents
+from pytest_ragbench.datasets.generate.hybrid import WHOLE_DOCUMENT, generate_hybrid
 from pytest_ragbench.datasets.generate.logs import generate_logs
 from pytest_ragbench.datasets.generate.sql import generate_sql
 
@@ -44,8 +45,8 @@ def bench_sql() -> None:
 def bench_hybrid() -> None:
     database = ROOT / "test_cases" / "data" / "nba_stats.db"
     print(f"## hybrid: {database.relative_to(ROOT)} with test_cases/corpus, --n 20 --seed 7")
-    print(generate_hybrid(f"sqlite:///{database}", ROOT / "test_cases" / "corpus", 20,
-                          seed=7).accounting.table())
+    passages, _ = read_documents(ROOT / "test_cases" / "corpus", WHOLE_DOCUMENT)
+    print(generate_hybrid(f"sqlite:///{database}", passages, 20, seed=7).accounting.table())
 
 
 def bench_logs() -> None:

@@ -49,7 +49,7 @@ def test_hybrid_cases_from_the_nba_database_and_corpus_pass_ragbench_verify(
         assert any(context in s for s in sentences(
             (CORPUS / case["expected_sources"][0]).read_text(encoding="utf-8")))
         assert [str(v) for v in case["ground_truth_data"].values()] == case["expected_facts"]
-    checked = _ragbench(tmp_path, "verify", "hybrid", str(out), "--db-url", f"sqlite:///{NBA}")
+    checked = _ragbench(tmp_path, "verify", "hybrid", str(out), f"--db-url=sqlite:///{NBA}")
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr
     assert "12/12 passed, 100.0% success rate" in checked.stdout
 
@@ -74,3 +74,18 @@ def test_sentences_skip_headings_and_split_list_items() -> None:
                     "Tyrese Haliburton (Indiana): ran the offense all year."]
     found = naming("jalen brunson", {"a.md": text, "b.md": "Nothing about him here at all."})
     assert found == [("a.md", "First sentence about Jalen Brunson and the Knicks.")]
+
+
+def test_an_unreadable_document_is_named_on_stderr_and_the_rest_is_used(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    lakers = "team_los_angeles_lakers.md"
+    (docs / lakers).write_text((CORPUS / lakers).read_text(encoding="utf-8"))
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4\nthis is not a pdf")
+    out = tmp_path / "one.yaml"
+    made = _ragbench(REPO_ROOT, "generate", f"--from={NBA}", "--kind=hybrid",
+                     f"--documents={docs}", "--n", "1", "--seed", "7", f"--out={out}")
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert "skipped:" in made.stderr and "broken.pdf" in made.stderr
+    [case] = yaml.safe_load(out.read_text())["cases"]
+    assert case["expected_sources"] == [lakers]

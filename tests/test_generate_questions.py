@@ -33,7 +33,7 @@ DOCUMENTS = {
     "arena.html": "<html><head><title>Garden</title></head><body><p>Madison Square Garden "
                   "seats 19,812 fans for basketball games.</p></body></html>",
 }
-FILTERS = ("overlap", "judge", "duplicate", "difficulty")
+FILTERS = ("form", "overlap", "judge", "duplicate", "difficulty")
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -82,7 +82,7 @@ def test_generation_through_a_real_server_records_every_filter(
         assert provenance["model"] == "local" and provenance["seed"] == 5
         assert provenance["generator"] == f"llm/{case['category']}"
         filters = provenance["filters"]
-        assert {"judge", "duplicate", "difficulty"} <= set(filters)
+        assert set(FILTERS) - {"overlap"} <= set(filters)  # no overlap without a source
         assert filters["duplicate"]["max_similarity"] < filters["duplicate"]["bound"]
         assert filters["difficulty"]["level"] in case["tags"]
         if case["category"] == "unanswerable":

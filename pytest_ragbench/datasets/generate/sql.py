@@ -458,12 +458,8 @@ def generate_sql(url: str, n: int, seed: int, *, timeout_s: float = 30.0,
                             "seed": seed, "model": None}))
         cases = [case for category in categories for case in kept[category]]
         for case in cases:  # a second, independent run of each query
-            actual = run_query(engine, case["expected_sql"])
-            expected = Table.from_records(case["ground_truth_data"])
             accounting.exact += 1
-            if compare_tables(expected, actual, order_matters=case.get("order_matters",
-                                                                       False)).ok:
-                accounting.verified += 1
+            accounting.verified += recheck(engine, case)
         for category in categories:
             if len(kept[category]) < quotas[category]:
                 accounting.reject(f"sql/{category}",
@@ -471,6 +467,13 @@ def generate_sql(url: str, n: int, seed: int, *, timeout_s: float = 30.0,
     finally:
         engine.dispose()
     return Generated(cases, accounting.finish())
+
+
+def recheck(engine: Any, case: dict[str, Any]) -> bool:
+    """Whether the case's SQL, run again, gives its ``ground_truth_data`` (as verify compares)."""
+    actual = run_query(engine, case["expected_sql"])
+    expected = Table.from_records(case["ground_truth_data"])
+    return compare_tables(expected, actual, order_matters=case.get("order_matters", False)).ok
 
 
 def _establish(candidate: Candidate, schema: Schema, accounting: Accounting
