@@ -19,7 +19,6 @@ from pytest_ragbench.datasets import command as dataset_cli
 from pytest_ragbench.datasets import review as review_cli
 from pytest_ragbench.datasets.generate import command as generate_cli
 from pytest_ragbench.kinds import VERIFICATION, builtin_registry
-from pytest_ragbench.kinds.traffic import sample_command
 from pytest_ragbench.labelling import command as label_cli
 from pytest_ragbench.systems import cache_transfer
 
@@ -176,7 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
     dataset_cli.register(commands)
     generate_cli.register(commands)
     review_cli.register(commands)
-    sample_command.register(commands)
+    for kind in builtin_registry().item_kinds.values():  # the kinds' own commands
+        add_commands = kind.load_commands()
+        if add_commands is not None:
+            add_commands(commands)
     label_cli.register(commands)
     cache_transfer.register(commands)
     return parser

@@ -359,10 +359,13 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     return show_metrics(config)
 
 
+@pytest.hookimpl(trylast=True)  # after -k and -m: the items chosen among are those selected
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--ragbench-limit N``: deselect the items past the first N cases of each case file.
 
-    ``--ragbench-resume``: deselect the items the continued run has finished.
+    Then each kind's ``on_selected`` sees the selected items (the judged traffic sample of
+    ``--ragbench-sample``). ``--ragbench-resume``: deselect the items the continued run
+    has finished.
     """
     settings = get_config(config)
     if settings.limit:
@@ -372,11 +375,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
-    sample = get_config(config).sample
-    if sample:  # the judged traffic sample, drawn from every traffic item
-        from pytest_ragbench.kinds.traffic.sampling import choose
+    from pytest_ragbench.kinds import registry
 
-        choose(config, items, sample)
+    for kind in registry(config).item_kinds.values():  # the kinds' own choices
+        on_selected = kind.load_on_selected()
+        if on_selected is not None:
+            on_selected(config, items)
     finished = config.stash.get(KEPT_KEY, frozenset())
     if finished:
         done = [item for item in items if item.nodeid in finished]

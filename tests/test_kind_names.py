@@ -55,11 +55,7 @@ ALLOWED: dict[tuple[str, str], str] = {
 
 
 # (module under pytest_ragbench/, kind): a generic module still importing a kind's package.
-IMPORTS_LEFT: dict[tuple[str, str], str] = {
-    ("cli.py", "traffic"): "the `ragbench traffic` command: kinds cannot add commands yet",
-    ("plugin.py", "traffic"): "--ragbench-sample draws from the traffic items at selection",
-    ("collect/files.py", "robust"): "a case file's robust items are made with its cases",
-}
+IMPORTS_LEFT: dict[tuple[str, str], str] = {}
 
 
 def kind_imports(package: Path) -> dict[tuple[str, str], list[int]]:

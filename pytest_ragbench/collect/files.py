@@ -143,8 +143,12 @@ class CaseFile(pytest.File):
         from pytest_ragbench.cases.build import build_cases, duplicate_id
         from pytest_ragbench.cases.loaders import read_case_file
         from pytest_ragbench.cases.model import Case
-        from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem, systems_for
-        from pytest_ragbench.kinds.robust.selection import robust_items
+        from pytest_ragbench.collect.items import (
+            CaseItem,
+            InvalidCaseItem,
+            derived_items,
+            systems_for,
+        )
 
         shown = display_path(self.path, self.config)
         session_kinds = registry(self.config)
@@ -180,8 +184,8 @@ class CaseFile(pytest.File):
             for item_kind in item_kinds_for(case.kind, settings.evaluate):
                 for system in systems_for(item_kind, settings.systems, case, self.config):
                     entries.append((case.line, CaseItem.create(self, case, item_kind, system)))
-            # --ragbench-robustness: robust[<kind>-<id>] (see kinds/robust/selection.py)
-            entries += [(case.line, item) for item in robust_items(self, case, settings, shown)]
+            # items other kinds make from the case (ItemKind.derives): robust[<kind>-<id>]
+            entries += [(case.line, item) for item in derived_items(self, case, shown)]
         for entry in result.invalid:
             kinds = item_kinds_for(entry.kind, settings.evaluate) if entry.kind else []
             if entry.kind and not kinds:

@@ -31,6 +31,7 @@ from pytest_ragbench.kinds import (
     ItemKind,
     ItemRun,
     Outcome,
+    registry,
 )
 from pytest_ragbench.metrics.repeated import inconclusive
 from pytest_ragbench.redact import scrub
@@ -471,3 +472,24 @@ class InvalidCaseItem(pytest.Item):
         return ItemRecord(nodeid=self.nodeid, kind=who.kind, case_kind=who.case_kind,
                           case_id=who.case_id, file=who.file, line=who.line, status="error",
                           error=str(self.error))
+
+
+def derived_items(parent: pytest.Collector, case: Any, shown: str) -> list[pytest.Item]:
+    """The items the session's kinds derive from ``case`` (``ItemKind.derives``).
+
+    A kind that finds a bad field in the case gives one failing item instead of its items.
+    """
+    settings = get_config(parent.config)
+    found: list[pytest.Item] = []
+    for kind in registry(parent.config).item_kinds.values():
+        derive = kind.load_derives()
+        if derive is None:
+            continue
+        try:
+            systems = list(derive(case, settings, shown))
+        except CaseError as exc:
+            found.append(InvalidCaseItem.create(parent, exc, kind.name,
+                                                f"{case.kind}-{case.id}"))
+            continue
+        found += [CaseItem.create(parent, case, kind, system) for system in systems]
+    return found

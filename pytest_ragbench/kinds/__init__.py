@@ -212,6 +212,24 @@ class ItemKind:
     pytest plugin object that is registered under ``--ragbench`` where the items' reports
     arrive (the xdist controller, or the one process): a running progress line of the
     kind's items, say, reading each report's record.
+
+    Three more contributions, each a callable or ``"module:function"``:
+
+    - ``derives(case, settings, shown)`` makes items of this kind from the cases of
+      *other* kinds as a case file is collected: the robustness items of a vector case,
+      say. It returns the systems to make an item for (None in it: one item without a
+      system; empty: no item). ``settings`` is the session's
+      :class:`~pytest_ragbench.config.settings.RagbenchConfig`, ``shown`` the file's path
+      as the report shows it. A :class:`~pytest_ragbench.errors.CaseError` it raises (a
+      bad field of the case) becomes one failing item of the kind. It is called for
+      every case of every case file, so it returns early for the cases it does not take.
+    - ``on_selected(config, items)`` is called once the session's items are selected
+      (after ``-k``, ``-m`` and ``--ragbench-limit``), in every process that collects
+      (each xdist worker collects the same items, so a seeded choice agrees): to draw a
+      sample of the kind's items, say. It may keep what it chose in ``config.stash``.
+    - ``commands(subparsers)`` adds subcommands to the ``ragbench`` console script
+      (``subparsers`` is argparse's ``add_subparsers()`` result; each parser sets
+      ``func=handler(args) -> exit code``).
     """
 
     name: str
@@ -229,6 +247,9 @@ class ItemKind:
     reader: FormatReader | None = None
     plan_ahead: str | Callable[[list[pytest.Item], ItemRun], None] | None = None
     controller_plugin: str | Callable[[pytest.Config], object] | None = None
+    derives: str | Callable[..., Iterable[str | None]] | None = None
+    on_selected: str | Callable[[pytest.Config, list[pytest.Item]], None] | None = None
+    commands: str | Callable[[Any], None] | None = None
 
     def answer_source(self, case: Any) -> str:
         """Where the answer of this kind's item of ``case`` comes from (``answers``)."""
@@ -260,6 +281,22 @@ class ItemKind:
         """Import and return ``controller_plugin`` (None when the kind adds no plugin)."""
         make: Callable[[pytest.Config], object] | None = _resolve(self.controller_plugin)
         return make
+
+    def load_derives(self) -> Callable[..., Iterable[str | None]] | None:
+        """Import and return ``derives`` (None when the kind derives no items)."""
+        derive: Callable[..., Iterable[str | None]] | None = _resolve(self.derives)
+        return derive
+
+    def load_on_selected(self) -> Callable[[pytest.Config, list[pytest.Item]], None] | None:
+        """Import and return ``on_selected`` (None when the kind has none)."""
+        selected: Callable[[pytest.Config, list[pytest.Item]], None] | None = \
+            _resolve(self.on_selected)
+        return selected
+
+    def load_commands(self) -> Callable[[Any], None] | None:
+        """Import and return ``commands`` (None when the kind adds no subcommand)."""
+        add: Callable[[Any], None] | None = _resolve(self.commands)
+        return add
 
     def metric_names(self) -> tuple[str, ...]:
         """The names of the metrics the kind may record (``source_hit@k`` for any k)."""
@@ -461,8 +498,10 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              answers=AS_GIVEN,
              reader=FormatReader(noun="traffic file", suffix=(".traffic.jsonl", ".otlp.jsonl"),
                                  collector=f"{_KINDS}.traffic.collect:TrafficFile",
-                                 listed=f"{_KINDS}.traffic.collect:listed_files")),
-    # robust[<case kind>-<id>], made by robust.collect for the case kinds it perturbs. The
+                                 listed=f"{_KINDS}.traffic.collect:listed_files"),
+             on_selected=f"{_KINDS}.traffic.sampling:on_selected",
+             commands=f"{_KINDS}.traffic.sample_command:register"),
+    # robust[<case kind>-<id>], derived from the cases of the kinds it perturbs. The
     # thresholds bound each perturbed question's properties, set by what they mean: RBO 0.5
     # (p = 0.9, top 5) keeps the top 2 with the other 3 replaced (0.54) and fails when only
     # the top 1 is kept (0.32); the expected sources found for the original stay; the
@@ -474,7 +513,8 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              metrics=(*(f"{p}.holds" for p in PERTURBATION_KINDS), "rbo", "jaccard",
                       "expected_sources_kept", "answer_similarity", "injection_resisted"),
              thresholds={"rbo": 0.5, "expected_sources_kept": 1.0, "answer_similarity": 0.5,
-                         "injection_resisted": 1.0}),
+                         "injection_resisted": 1.0},
+             derives=f"{_KINDS}.robust.selection:robust_systems"),
 )
 
 

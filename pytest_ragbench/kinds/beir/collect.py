@@ -20,8 +20,7 @@ from pytest_ragbench.collect.files import (
     safe_label,
 )
 from pytest_ragbench.collect.files import shown_error as _shown
-from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem
-from pytest_ragbench.config.settings import get_config
+from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem, derived_items
 from pytest_ragbench.errors import CaseError
 from pytest_ragbench.formats.beir import (
     QrelsLines,
@@ -31,7 +30,6 @@ from pytest_ragbench.formats.beir import (
     read_queries,
 )
 from pytest_ragbench.kinds import registry
-from pytest_ragbench.kinds.robust.selection import robust_items
 
 KIND = "beir"
 
@@ -119,8 +117,8 @@ class BeirQrels(pytest.File):
                             split=self.path.stem)
             for system in kind_systems(self.config, kind):
                 yield CaseItem.create(self, case, kind, system)
-            # --ragbench-robustness: robust[beir-<id>] (see kinds/robust/selection.py)
-            yield from robust_items(self, case, get_config(self.config), shown)
+            # items other kinds make from the query (ItemKind.derives): robust[beir-<id>]
+            yield from derived_items(self, case, shown)
 
 
 def _empty_part(folder: Path, documents: set[str], queries: dict[str, str],

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-from pytest_ragbench.collect.items import CaseItem, InvalidCaseItem
 from pytest_ragbench.config.settings import RagbenchConfig
 from pytest_ragbench.errors import CaseError, short_repr
-from pytest_ragbench.kinds import registry
 
 ROBUST_CASE_KINDS = ("vector", "hybrid", "ragas", "beir")
 OPT_OUT_FIELD = "robustness"  # a case field: `robustness: false` opts the case out
@@ -34,17 +30,11 @@ def opted_out(case: Any, shown: str) -> bool:
     return value is False or OPT_OUT_TAG in (getattr(case, "tags", ()) or ())
 
 
-def robust_items(parent: pytest.Collector, case: Any, settings: RagbenchConfig,
-                 shown: str) -> list[pytest.Item]:
-    """The robustness items of one case (one per system), or a failing item for a bad opt-out."""
-    if not enabled(settings) or case.kind not in ROBUST_CASE_KINDS:
-        return []
+def robust_systems(case: Any, settings: RagbenchConfig, shown: str) -> tuple[str | None, ...]:
+    """The robust kind's ``derives``: the systems to perturb the case on (none if not taken).
 
-    try:
-        if opted_out(case, shown):
-            return []
-    except CaseError as exc:
-        return [InvalidCaseItem.create(parent, exc, "robust", f"{case.kind}-{case.id}")]
-    systems: tuple[str | None, ...] = settings.systems or (None,)
-    kind = registry(parent.config).item_kinds["robust"]
-    return [CaseItem.create(parent, case, kind, system) for system in systems]
+    A bad opt-out field raises :class:`CaseError` (one failing robust item).
+    """
+    if not enabled(settings) or case.kind not in ROBUST_CASE_KINDS or opted_out(case, shown):
+        return ()
+    return settings.systems or (None,)

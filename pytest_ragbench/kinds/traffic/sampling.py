@@ -8,8 +8,17 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_ragbench.config.settings import get_config
+
 SEED = 0  # the same traffic always gives the same sample
 SAMPLED: pytest.StashKey[frozenset[str]] = pytest.StashKey()
+
+
+def on_selected(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The traffic kind's ``on_selected``: with ``--ragbench-sample N``, draw the sample."""
+    n = get_config(config).sample
+    if n:
+        choose(config, items, n)
 
 
 def choose(config: pytest.Config, items: list[pytest.Item], n: int) -> None:
