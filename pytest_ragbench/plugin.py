@@ -15,6 +15,7 @@ package module says why in a ``# lazy:`` comment (or loads a heavy library).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -181,7 +182,9 @@ def _join_run(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Give the signal handlers back and close the journal."""
+    """Give the signal handlers back, close the journal, thaw the session's objects."""
+    if "pytest_ragbench.run.garbage" in sys.modules:  # imported where it froze them
+        sys.modules["pytest_ragbench.run.garbage"].thaw(config)
     watch = config.stash.get(SIGNALS_KEY, None)
     if watch is not None:
         watch.uninstall()
@@ -395,6 +398,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if hasattr(session.config, "workerinput") and watch is not None \
             and any(hasattr(item, "record_for_report") for item in session.items):
         watch.install()
+    if _runs_case_items(session):  # items, cases and settings live until the session ends
+        from pytest_ragbench.run import garbage
+
+        garbage.freeze(session.config)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -412,15 +419,18 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def _skip_exit_collection(session: pytest.Session) -> None:
-    """A process that ran ragbench items: no garbage collection at its exit (quick_exit.py)."""
-    import sys
-
-    items_module = sys.modules.get("pytest_ragbench.collect.items")  # imported with the first case
-    if items_module is not None and any(
-            isinstance(item, items_module.CaseItem) for item in session.items):
-        from pytest_ragbench.run.quick_exit import skip_exit_collection
+    """A process that ran ragbench items: no garbage collection at its exit (run/garbage.py)."""
+    if _runs_case_items(session):
+        from pytest_ragbench.run.garbage import skip_exit_collection
 
         skip_exit_collection()
+
+
+def _runs_case_items(session: pytest.Session) -> bool:
+    """True when this process's session holds ragbench case items."""
+    items_module = sys.modules.get("pytest_ragbench.collect.items")  # imported with the first case
+    return items_module is not None and any(
+        isinstance(item, items_module.CaseItem) for item in session.items)
 
 
 @pytest.hookimpl(optionalhook=True)

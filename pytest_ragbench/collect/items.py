@@ -481,10 +481,7 @@ def derived_items(parent: pytest.Collector, case: Any, shown: str) -> list[pytes
     """
     settings = get_config(parent.config)
     found: list[pytest.Item] = []
-    for kind in registry(parent.config).item_kinds.values():
-        derive = kind.load_derives()
-        if derive is None:
-            continue
+    for kind, derive in registry(parent.config).derivers:
         try:
             systems = list(derive(case, settings, shown))
         except CaseError as exc:

@@ -146,7 +146,8 @@ class RagbenchConfig:
             from pytest_ragbench.config.setting_files import finite_numbers
 
             return finite_numbers(self.thresholds, "thresholds")
-        return self.settings_tree.thresholds_for(Path(path))
+        # a Path is not parsed again: this runs for every item
+        return self.settings_tree.thresholds_for(path if isinstance(path, Path) else Path(path))
 
     def fails_on(self, reason: str) -> bool:
         """True when ``--ragbench-fail-on`` names ``reason`` (regression, drift, critical)."""

@@ -24,6 +24,7 @@ It also holds the contract between an item and its kind: a runner is called as
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import sys
 import time
@@ -339,6 +340,12 @@ class KindRegistry:
         """The kinds that read whole folders in their own format."""
         return [(kind, kind.reader) for kind in self.item_kinds.values()
                 if kind.reader is not None and not kind.reader.suffix]
+
+    @functools.cached_property
+    def derivers(self) -> list[tuple[ItemKind, Callable[..., Iterable[str | None]]]]:
+        """The kinds that derive items from other kinds' cases, with their ``derives``."""
+        return [(kind, derive) for kind in self.item_kinds.values()
+                if (derive := kind.load_derives()) is not None]
 
     def file_kinds(self) -> list[str]:
         """The case kinds a case file may name, in registration order."""

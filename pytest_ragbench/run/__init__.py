@@ -7,5 +7,6 @@
 - :mod:`.worker_groups`, :mod:`.threads`, :mod:`.plots_ahead` — pytest-xdist: kinds that
   load one slow library share a worker, each worker its share of the CPUs, idle workers
   draw plots.
-- :mod:`.progress`, :mod:`.quick_exit` — progress bars; no garbage collection at exit.
+- :mod:`.progress`, :mod:`.garbage` — progress bars; the session's objects kept out of
+  the garbage collector's scans.
 """

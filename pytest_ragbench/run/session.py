@@ -290,6 +290,9 @@ class RagbenchSession:
             return
         # (An interrupted run with no item finished still says so, every item not run.)
         from pytest_ragbench.render import files
+        from pytest_ragbench.run import garbage
+
+        garbage.freeze(self.config)  # the records live on: the report's scans skip them
 
         records = self.sorted_records()
         self._settle_exit_status(session)

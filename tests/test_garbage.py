@@ -1,4 +1,4 @@
-"""A process that ran ragbench items skips the garbage collection at exit (quick_exit.py).
+"""A process that ran ragbench items skips the garbage collection at exit (run/garbage.py).
 
 The per-item overhead target lives in benchmarks/bench_overhead.py; these tests check that
 the freeze happens as the process exits, only when ragbench items ran, and never inside a
