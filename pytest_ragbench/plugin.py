@@ -33,6 +33,7 @@ from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.redact import register_environment, register_urls, scrub, scrub_data
 from pytest_ragbench.render import REPORT_MARKER
 from pytest_ragbench.results.records import REPORT_ATTRIBUTE
+from pytest_ragbench.run import garbage
 
 LOCATIONS_KEY = pytest.StashKey[Any]()
 SEEN_KEY = pytest.StashKey[Any]()
@@ -183,8 +184,7 @@ def _join_run(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Give the signal handlers back, close the journal, thaw the session's objects."""
-    if "pytest_ragbench.run.garbage" in sys.modules:  # imported where it froze them
-        sys.modules["pytest_ragbench.run.garbage"].thaw(config)
+    garbage.thaw(config)
     watch = config.stash.get(SIGNALS_KEY, None)
     if watch is not None:
         watch.uninstall()
@@ -399,8 +399,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             and any(hasattr(item, "record_for_report") for item in session.items):
         watch.install()
     if _runs_case_items(session):  # items, cases and settings live until the session ends
-        from pytest_ragbench.run import garbage
-
         garbage.freeze(session.config)
 
 
@@ -421,9 +419,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def _skip_exit_collection(session: pytest.Session) -> None:
     """A process that ran ragbench items: no garbage collection at its exit (run/garbage.py)."""
     if _runs_case_items(session):
-        from pytest_ragbench.run.garbage import skip_exit_collection
-
-        skip_exit_collection()
+        garbage.skip_exit_collection()
 
 
 def _runs_case_items(session: pytest.Session) -> bool:

@@ -69,3 +69,21 @@ def test_an_in_process_session_leaves_the_running_process_alone(
     result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:xdist")
     result.assert_outcomes(passed=2)
     assert gc.get_freeze_count() == before  # nothing frozen while this process goes on
+
+
+def test_the_session_objects_are_frozen_while_the_items_run_and_thawed_after(
+        pytester: pytest.Pytester) -> None:
+    """Collections during the run skip the items; an in-process run gives them back."""
+    _project(pytester, with_cases=True)
+    (pytester.path / "conftest.py").write_text(
+        (pytester.path / "conftest.py").read_text()
+        + "\n\ndef pytest_runtest_call(item):\n"
+          "    with Path(__file__).with_name('during.txt').open('a') as out:\n"
+          "        out.write(f'{gc.get_freeze_count()}\\n')\n")
+    before = gc.get_freeze_count()
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:xdist")
+    result.assert_outcomes(passed=2)
+    during = [int(n) for n in (pytester.path / "during.txt").read_text().split()]
+    assert len(during) == 2
+    assert all(count > before + 1000 for count in during), (before, during)
+    assert gc.get_freeze_count() == before
