@@ -362,13 +362,14 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     return show_metrics(config)
 
 
-@pytest.hookimpl(trylast=True)  # after -k and -m: the items chosen among are those selected
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--ragbench-limit N``: deselect the items past the first N cases of each case file.
 
-    Then each kind's ``on_selected`` sees the selected items (the judged traffic sample of
+    Then each kind's ``on_collected`` sees the items (the judged traffic sample of
     ``--ragbench-sample``). ``--ragbench-resume``: deselect the items the continued run
-    has finished.
+    has finished. This runs before ``-k``, ``-m``, sharding and the sequential order
+    (pytest calls later-registered hooks first), so every shard and every selection
+    draws from the same items.
     """
     settings = get_config(config)
     if settings.limit:
@@ -381,9 +382,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     from pytest_ragbench.kinds import registry
 
     for kind in registry(config).item_kinds.values():  # the kinds' own choices
-        on_selected = kind.load_on_selected()
-        if on_selected is not None:
-            on_selected(config, items)
+        on_collected = kind.load_on_collected()
+        if on_collected is not None:
+            on_collected(config, items)
     finished = config.stash.get(KEPT_KEY, frozenset())
     if finished:
         done = [item for item in items if item.nodeid in finished]

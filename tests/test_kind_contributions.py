@@ -1,6 +1,6 @@
 """What a kind contributes besides its items: derived items, a choice among the selected
 items, and subcommands of the ``ragbench`` command (``ItemKind.derives``,
-``ItemKind.on_selected``, ``ItemKind.commands``).
+``ItemKind.on_collected``, ``ItemKind.commands``).
 
 The built-in kinds use the same contracts (robust items, the traffic sample, ``ragbench
 traffic sample``), so generic code names none of them; here a conftest.py's kinds use them.
@@ -57,7 +57,7 @@ NOTE_CASES = CaseKind("note", {"question": Field(True, text),
                                "ground_truth": Field(True, text)})
 NOTE = ItemKind(name="note", case_kind="note", runner=answer, answers=AS_GIVEN,
                 metrics=("exact_match",), thresholds={"exact_match": 1.0},
-                on_selected=remember_selection)
+                on_collected=remember_selection)
 SHOUT = ItemKind(name="shout", case_kind=ANY_CASE_KIND, runner=shouted, answers=AS_GIVEN,
                  metrics=("exact_match",), thresholds={"exact_match": 1.0},
                  derives=shout_from)
@@ -97,18 +97,20 @@ def test_a_kind_derives_its_items_from_another_kinds_cases(pytester: pytest.Pyte
     assert "cannot shout this one" in result.stdout.str()
 
 
-def test_a_kind_sees_the_selected_items_in_every_process(pytester: pytest.Pytester) -> None:
+def test_a_kind_sees_the_collected_items_in_every_process(pytester: pytest.Pytester) -> None:
+    """Before -k selects: a sample drawn there is the same whatever is selected."""
     project = _project(pytester)
     result = project.run("--ragbench", "-p", "no:cacheprovider", "-k", "not n03",
-                         "-n", "2", subprocess=True)
-    assert result.ret == 1  # n04's shout fails
+                         "-n", "2", "--ragbench-limit", "3", subprocess=True)
+    assert result.ret == 0  # n04, past the limit, is not run: its bad tag fails nothing
     lines = [json.loads(line) for line in
              (project.path / "chosen.jsonl").read_text().splitlines()]
     by_worker = {entry["worker"]: entry["items"] for entry in lines}
-    assert set(by_worker) == {"gw0", "gw1"}  # each worker collects and selects
+    assert set(by_worker) == {"gw0", "gw1"}  # each worker collects and chooses
     for chosen in by_worker.values():
+        # after --ragbench-limit 3 (n04 is gone), before -k (n03 is still there)
         assert sorted(nodeid.rsplit("[", 1)[1] for nodeid in chosen) == [
-            "n01]", "n02]", "n04]"]  # after -k: the deselected n03 is not among them
+            "n01]", "n02]", "n03]"]
 
 
 def test_a_kind_adds_a_subcommand_to_the_ragbench_command(

@@ -224,10 +224,12 @@ class ItemKind:
       as the report shows it. A :class:`~pytest_ragbench.errors.CaseError` it raises (a
       bad field of the case) becomes one failing item of the kind. It is called for
       every case of every case file, so it returns early for the cases it does not take.
-    - ``on_selected(config, items)`` is called once the session's items are selected
-      (after ``-k``, ``-m`` and ``--ragbench-limit``), in every process that collects
-      (each xdist worker collects the same items, so a seeded choice agrees): to draw a
-      sample of the kind's items, say. It may keep what it chose in ``config.stash``.
+    - ``on_collected(config, items)`` is called once the session's items are collected
+      (after ``--ragbench-limit``; before ``-k``, ``-m`` and ``--ragbench-shard`` select
+      among them, so every selection and shard sees the same choice), in every process
+      that collects (each xdist worker collects the same items, so a seeded choice
+      agrees): to draw a sample of the kind's items, say. It may keep what it chose in
+      ``config.stash``.
     - ``commands(subparsers)`` adds subcommands to the ``ragbench`` console script
       (``subparsers`` is argparse's ``add_subparsers()`` result; each parser sets
       ``func=handler(args) -> exit code``).
@@ -249,7 +251,7 @@ class ItemKind:
     plan_ahead: str | Callable[[list[pytest.Item], ItemRun], None] | None = None
     controller_plugin: str | Callable[[pytest.Config], object] | None = None
     derives: str | Callable[..., Iterable[str | None]] | None = None
-    on_selected: str | Callable[[pytest.Config, list[pytest.Item]], None] | None = None
+    on_collected: str | Callable[[pytest.Config, list[pytest.Item]], None] | None = None
     commands: str | Callable[[Any], None] | None = None
 
     def answer_source(self, case: Any) -> str:
@@ -288,10 +290,10 @@ class ItemKind:
         derive: Callable[..., Iterable[str | None]] | None = _resolve(self.derives)
         return derive
 
-    def load_on_selected(self) -> Callable[[pytest.Config, list[pytest.Item]], None] | None:
-        """Import and return ``on_selected`` (None when the kind has none)."""
+    def load_on_collected(self) -> Callable[[pytest.Config, list[pytest.Item]], None] | None:
+        """Import and return ``on_collected`` (None when the kind has none)."""
         selected: Callable[[pytest.Config, list[pytest.Item]], None] | None = \
-            _resolve(self.on_selected)
+            _resolve(self.on_collected)
         return selected
 
     def load_commands(self) -> Callable[[Any], None] | None:
@@ -506,7 +508,7 @@ BUILTIN: tuple[CaseKind | ItemKind, ...] = (
              reader=FormatReader(noun="traffic file", suffix=(".traffic.jsonl", ".otlp.jsonl"),
                                  collector=f"{_KINDS}.traffic.collect:TrafficFile",
                                  listed=f"{_KINDS}.traffic.collect:listed_files"),
-             on_selected=f"{_KINDS}.traffic.sampling:on_selected",
+             on_collected=f"{_KINDS}.traffic.sampling:on_collected",
              commands=f"{_KINDS}.traffic.sample_command:register"),
     # robust[<case kind>-<id>], derived from the cases of the kinds it perturbs. The
     # thresholds bound each perturbed question's properties, set by what they mean: RBO 0.5

@@ -14,8 +14,8 @@ SEED = 0  # the same traffic always gives the same sample
 SAMPLED: pytest.StashKey[frozenset[str]] = pytest.StashKey()
 
 
-def on_selected(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The traffic kind's ``on_selected``: with ``--ragbench-sample N``, draw the sample."""
+def on_collected(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The traffic kind's ``on_collected``: with ``--ragbench-sample N``, draw the sample."""
     n = get_config(config).sample
     if n:
         choose(config, items, n)
