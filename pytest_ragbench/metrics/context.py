@@ -76,8 +76,8 @@ def non_llm_context_recall(retrieved: Sequence[str], reference: Sequence[str]) -
 
 # The two ID-based metrics are ragas's IDBasedContextPrecision / IDBasedContextRecall
 # formulas (ids compared as text, duplicates counted once), computed here: importing ragas
-# costs about 2.5 s of CPU per process (datasets, pandas, openai), which every xdist worker
-# running vector, hybrid or sql items paid for two set operations. tests/test_metrics_context.py
+# loads datasets, pandas and openai in every process, which every xdist worker running
+# vector, hybrid or sql items paid for two set operations. tests/test_metrics_context.py
 # checks them against ragas itself on generated id lists.
 
 
@@ -127,7 +127,7 @@ def rouge(response: str, reference: str, rouge_type: Literal["rouge1", "rougeL"]
 
     ragas's RougeScore is one call of rouge-score's stemmed scorer; it is made here, as the
     ID-based metrics are, so that a worker scoring ragas samples without a judge does not
-    import ragas (about 2.6 s per process). tests/test_metrics_context.py checks it
+    import ragas (slow, once per process). tests/test_metrics_context.py checks it
     against RougeScore itself.
     """
     bad = _texts_ok(response, reference)

@@ -1,8 +1,8 @@
 """Under pytest-xdist, report.html's plots are drawn while the workers still run.
 
-The plots are most of the session end (a dozen matplotlib figures, about 5 s of CPU on
-the bundled run), and under xdist the controller does nothing but wait for the workers'
-reports until then. So once every selected item of a kind has reported, that kind's
+The plots are most of the session end (a dozen matplotlib figures on the bundled run),
+and under xdist the controller does nothing but wait for the workers' reports until
+then. So once every selected item of a kind has reported, that kind's
 plots are drawn from a document of that kind's records
 (:func:`~pytest_ragbench.results.document.plot_document`). At session end a kind's plots
 are used only if what they were drawn from equals what the full document holds for the

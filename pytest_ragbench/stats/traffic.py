@@ -101,7 +101,7 @@ def _t_bounds(mean: float, se: float, df: float, confidence: float) -> tuple[flo
         return math.nan, math.nan
     if se == 0.0:
         return mean, mean
-    from scipy import stats as scipy_stats  # lazy: 2 s of import, collection needs none
+    from scipy import stats as scipy_stats  # lazy: slow to import, collection needs none
 
     half = float(scipy_stats.t.ppf(0.5 + confidence / 2, df)) * se
     return mean - half, mean + half
@@ -180,7 +180,7 @@ def welch(a: Moments, b: Moments, confidence: float = CONFIDENCE
         return delta, delta, delta, (1.0 if delta == 0 else 0.0)
     df = (va + vb) ** 2 / ((va * va / (a.n - 1) if va else 0.0)
                            + (vb * vb / (b.n - 1) if vb else 0.0))
-    from scipy import stats as scipy_stats  # lazy: 2 s of import, collection needs none
+    from scipy import stats as scipy_stats  # lazy: slow to import, collection needs none
 
     p = float(2 * scipy_stats.t.sf(abs(delta) / se, df))
     low, high = _t_bounds(delta, se, df, confidence)

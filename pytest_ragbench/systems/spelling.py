@@ -102,8 +102,8 @@ class VocabularySpeller:
     def _index(self) -> Any:
         """The SymSpell index of the candidates, built once, when first needed.
 
-        Building it takes about 0.4-1 s of CPU (the deletes of some 20,000 English and
-        the corpus words); a process whose questions hold only known words, or whose
+        Building it is slow (the deletes of some 20,000 English and the corpus
+        words); a process whose questions hold only known words, or whose
         answers all come from the cache, never pays that.
         """
         with self._lock:
@@ -243,7 +243,7 @@ class CachedSpeller:
     Corrections are kept in ``cache`` (a :class:`~.cache.CorrectionCache`, persistent
     in the cache directory) under the corpus, the speller's settings, symspellpy's
     version and the text. The speller itself, its vocabulary and its SymSpell index
-    (about 0.8 s of CPU together) are built only when a text is not in the cache, so a
+    (slow to build) are built only when a text is not in the cache, so a
     warm session, and each of its xdist workers, never builds them.
     """
 
