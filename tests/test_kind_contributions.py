@@ -1,4 +1,4 @@
-"""What a kind contributes besides its items: derived items, a choice among the selected
+"""What a kind contributes besides its items: derived items, a choice among the collected
 items, and subcommands of the ``ragbench`` command (``ItemKind.derives``,
 ``ItemKind.on_collected``, ``ItemKind.commands``).
 
