@@ -175,9 +175,11 @@ def build_parser() -> argparse.ArgumentParser:
     dataset_cli.register(commands)
     generate_cli.register(commands)
     review_cli.register(commands)
+    added: list[Any] = []  # two item kinds of one case kind may name the same function
     for kind in builtin_registry().item_kinds.values():  # the kinds' own commands
         add_commands = kind.load_commands()
-        if add_commands is not None:
+        if add_commands is not None and add_commands not in added:
+            added.append(add_commands)
             add_commands(commands)
     label_cli.register(commands)
     cache_transfer.register(commands)
