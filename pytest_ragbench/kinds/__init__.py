@@ -292,9 +292,9 @@ class ItemKind:
 
     def load_on_collected(self) -> Callable[[pytest.Config, list[pytest.Item]], None] | None:
         """Import and return ``on_collected`` (None when the kind has none)."""
-        selected: Callable[[pytest.Config, list[pytest.Item]], None] | None = \
+        chooser: Callable[[pytest.Config, list[pytest.Item]], None] | None = \
             _resolve(self.on_collected)
-        return selected
+        return chooser
 
     def load_commands(self) -> Callable[[Any], None] | None:
         """Import and return ``commands`` (None when the kind adds no subcommand)."""
