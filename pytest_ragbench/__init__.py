@@ -35,6 +35,8 @@ _PUBLIC = {
     **dict.fromkeys(("ReportSection", "LeaderboardRow", "SectionCheck", "BandPlot", "BandPanel"),
                     "pytest_ragbench.results.sections"),
     "ResultsDocument": "pytest_ragbench.results.document",
+    **dict.fromkeys(("MetricStats", "GateVerdict", "Comparison"),
+                    "pytest_ragbench.results.entries"),
     # IR evaluation and statistics (README "Python API")
     **dict.fromkeys(("evaluate_run", "read_qrels", "read_run", "write_run"),
                     "pytest_ragbench.metrics"),
@@ -51,11 +53,11 @@ _PUBLIC = {
 _MODULES = frozenset({"converters", "adapters"})
 
 __all__ = [
-    "Answer", "BandPanel", "BandPlot", "CaseKind", "Context", "Document", "Embedder", "Field",
-    "Generation",
+    "Answer", "BandPanel", "BandPlot", "CaseKind", "Comparison", "Context", "Document",
+    "Embedder", "Field", "GateVerdict", "Generation",
     "Generator", "Interval", "ItemKind", "ItemRun", "Judge", "LeaderboardRow", "MemoryHit",
-    "MemoryStore", "Message", "Outcome", "PPIInterval", "PairedTest", "PassageSystem",
-    "ReportSection", "ResultsDocument", "RetrievalLog", "Retriever", "RunContext",
+    "MemoryStore", "Message", "MetricStats", "Outcome", "PPIInterval", "PairedTest",
+    "PassageSystem", "ReportSection", "ResultsDocument", "RetrievalLog", "Retriever", "RunContext",
     "SectionCheck", "Stratum", "System",
     "Usage", "adapters", "adjust_pvalues", "bootstrap_ci", "cohens_d", "converters",
     "define_metric", "evaluate_run", "paired_power", "paired_test", "power_table",
@@ -105,6 +107,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
         Usage,
     )
     from pytest_ragbench.results.document import ResultsDocument
+    from pytest_ragbench.results.entries import Comparison, GateVerdict, MetricStats
     from pytest_ragbench.results.sections import (
         BandPanel,
         BandPlot,

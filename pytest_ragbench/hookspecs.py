@@ -46,7 +46,9 @@ def pytest_ragbench_report_sections(config: pytest.Config, document: Any) -> Any
 
     ``document`` is the session's :class:`~pytest_ragbench.results.document.ResultsDocument`
     (``document.records`` are the item records in node-id order, ``document.systems`` the
-    systems, ``document.metrics`` and the rest as in results.json). A section
+    systems, ``document.metrics`` and the rest as in results.json, each metric cell a
+    ``MetricStats``, each gate a ``GateVerdict``, each comparison a ``Comparison``: typed
+    entries that also read like their results.json objects, ``cell["mean"]``). A section
     (``pytest_ragbench.ReportSection``) has a ``key`` and JSON ``data`` (results.json
     holds ``data`` under ``key``), a ``title``, a ``table`` (rows, header first) and
     ``text`` lines, which the terminal summary and report.html print with the same number

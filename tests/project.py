@@ -42,7 +42,41 @@ def validate_results(path: Path) -> dict[str, Any]:
         f"{beside} is not the shipped schema"
     problems = schema_problems(data)
     assert not problems, f"{path} does not match results.schema.json: " + "; ".join(problems)
+    differ = entry_problems(data)
+    assert not differ, f"{path}: not the typed entries' objects: " + "; ".join(differ[:5])
     return data
+
+
+def entry_problems(document: dict[str, Any]) -> list[str]:
+    """The metric cells, gates and comparisons that the typed entries do not read back as they are.
+
+    An object with a key its entry lacks, or without one it has, is named by its path.
+    """
+    from pytest_ragbench.results.entries import Comparison, Entry, GateVerdict, MetricStats
+
+    found: list[str] = []
+
+    def check(kind: type[Entry], value: dict[str, Any], where: str) -> None:
+        if kind.from_dict(value).to_dict() != value:
+            found.append(where)
+
+    for kind, by_metric in (document.get("metrics") or {}).items():
+        for metric, cell in by_metric.items():
+            check(MetricStats, cell, f"metrics/{kind}/{metric}")
+    for kind, by_field in (document.get("breakdowns") or {}).items():
+        for field, by_value in by_field.items():
+            for value, by_metric in by_value.items():
+                for metric, cell in by_metric.items():
+                    check(MetricStats, cell, f"breakdowns/{kind}/{field}/{value}/{metric}")
+    for name, by_kind in (document.get("comparisons") or {}).items():
+        for kind, by_metric in by_kind.items():
+            for metric, comparison in by_metric.items():
+                check(Comparison, comparison, f"comparisons/{name}/{kind}/{metric}")
+    for index, comparison in enumerate(document.get("regressions") or ()):
+        check(Comparison, comparison, f"regressions/{index}")
+    for index, gate in enumerate(document.get("gates") or ()):
+        check(GateVerdict, gate, f"gates/{index}")
+    return found
 
 
 def schema_problems(document: dict[str, Any]) -> list[str]:

@@ -22,7 +22,7 @@ from pytest_ragbench.results.records import ItemRecord
 from pytest_ragbench.results.runs import Baseline
 from pytest_ragbench.stats import core as stats
 from tests.conftest import oracle_file
-from tests.project import schema_problems
+from tests.project import entry_problems, schema_problems
 
 
 def record(case_id: str, metrics: dict[str, float], *, kind: str = "vector",
@@ -43,6 +43,7 @@ def build(records: list[ItemRecord], baseline: list[ItemRecord] | None = None,
                             baseline=old, gate_list=gate_list,
                             report_sections=builtin_sections)
     assert schema_problems(result) == []  # every document built here follows the schema
+    assert entry_problems(result) == []  # and holds the typed entries' objects
     return result
 
 

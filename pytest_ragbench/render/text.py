@@ -7,7 +7,7 @@ threshold reads the same everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -77,7 +77,7 @@ def percent_interval(low: Any, high: Any) -> str:
     return "-" if low is None or high is None else f"[{percent(low)}, {percent(high)}]"
 
 
-def pass_rate(entry: dict[str, Any]) -> str:
+def pass_rate(entry: Mapping[str, Any]) -> str:
     """An aggregate entry's pass rate with its Wilson 95% CI, in percent."""
     if entry.get("pass_rate") is None:
         return "-"
@@ -94,7 +94,7 @@ def seconds(value: Any) -> str:
     return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
 
 
-def p_text(c: dict[str, Any], key: str = "p_value") -> str:
+def p_text(c: Mapping[str, Any], key: str = "p_value") -> str:
     """A p-value; ``<x`` when it is a bound (below the resampling's resolution), never 0."""
     value = c.get(key)
     if value is None:
@@ -108,7 +108,7 @@ def p_text(c: dict[str, Any], key: str = "p_value") -> str:
     return f"{value:.3g}"
 
 
-def effect(c: dict[str, Any]) -> str:
+def effect(c: Mapping[str, Any]) -> str:
     """A comparison's Cohen's d, or why it has none (``n too small``, ``no spread``)."""
     value = c.get("effect_size")
     if value is None or isinstance(value, str):  # a str: "inf" in runs saved before

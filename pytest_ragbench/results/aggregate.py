@@ -12,6 +12,7 @@ several systems. Imported at session end.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -21,6 +22,7 @@ from typing import Any
 from pytest_ragbench import served
 from pytest_ragbench.config.thresholds import below
 from pytest_ragbench.metrics.registry import REGISTRY
+from pytest_ragbench.results.entries import MetricStats
 from pytest_ragbench.results.records import ItemRecord
 from pytest_ragbench.stats import core as stats
 from pytest_ragbench.stats import intervals
@@ -108,7 +110,7 @@ def scored_value(record: ItemRecord, metric: str) -> float | None:
     return float(value)
 
 
-def compute_cells(cells: dict[Cell, list[ItemRecord]]) -> dict[Cell, dict[str, Any]]:
+def compute_cells(cells: dict[Cell, list[ItemRecord]]) -> dict[Cell, MetricStats]:
     """Statistics of every cell: n, unscored counts, mean, 95% CI, std, threshold, pass rate."""
     result: dict[Cell, dict[str, Any]] = {}
     wanted: list[intervals.CellData] = []
@@ -174,7 +176,7 @@ def compute_cells(cells: dict[Cell, list[ItemRecord]]) -> dict[Cell, dict[str, A
                      n_clusters=interval.n_clusters)
         if interval.low is not None:
             entry["ci_95"] = [interval.low, interval.high]
-    return result
+    return {cell: MetricStats(**entry) for cell, entry in result.items()}
 
 
 def _common(values: list[float]) -> float | None:
@@ -206,33 +208,35 @@ def plan_cells(records: list[ItemRecord], systems: Sequence[str],
     return cells
 
 
-def metrics_section(stats: dict[Cell, dict[str, Any]], systems: Sequence[str]
-                    ) -> dict[str, dict[str, dict[str, Any]]]:
+def metrics_section(stats: dict[Cell, MetricStats], systems: Sequence[str]
+                    ) -> dict[str, dict[str, MetricStats]]:
     """``metrics[kind][metric]`` (with ``systems[name]`` when several systems ran)."""
-    section: dict[str, dict[str, dict[str, Any]]] = {}
+    section: dict[str, dict[str, MetricStats]] = {}
     for cell in sorted((c for c in stats if not c.where and c.system is None), key=Cell.sort_key):
-        entry = dict(stats[cell])
-        if len(systems) > 1:
-            entry["systems"] = {s: stats[key] for s in systems
-                                if (key := Cell(cell.kind, cell.metric, s)) in stats}
-        section.setdefault(cell.kind, {})[cell.metric] = entry
+        section.setdefault(cell.kind, {})[cell.metric] = _with_systems(stats, cell, systems)
     return section
 
 
-def breakdowns_section(stats: dict[Cell, dict[str, Any]], systems: Sequence[str]
-                       ) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+def breakdowns_section(stats: dict[Cell, MetricStats], systems: Sequence[str]
+                       ) -> dict[str, dict[str, dict[str, dict[str, MetricStats]]]]:
     """``breakdowns[kind][field][value][metric]`` for single-field cells."""
-    section: dict[str, Any] = {}
+    section: dict[str, dict[str, dict[str, dict[str, MetricStats]]]] = {}
     for cell in sorted((c for c in stats if len(c.where) == 1 and c.system is None),
                        key=Cell.sort_key):
         (name, value), = cell.where
-        entry = dict(stats[cell])
-        if len(systems) > 1:
-            entry["systems"] = {s: stats[key] for s in systems
-                                if (key := Cell(cell.kind, cell.metric, s, cell.where)) in stats}
         section.setdefault(cell.kind, {}).setdefault(name, {}).setdefault(value, {})[
-            cell.metric] = entry
+            cell.metric] = _with_systems(stats, cell, systems)
     return section
+
+
+def _with_systems(stats: dict[Cell, MetricStats], cell: Cell, systems: Sequence[str]
+                  ) -> MetricStats:
+    """The pooled cell, holding each system's cell when several systems ran."""
+    if len(systems) < 2:
+        return stats[cell]
+    return dataclasses.replace(stats[cell], systems={
+        s: stats[key] for s in systems
+        if (key := Cell(cell.kind, cell.metric, s, cell.where)) in stats})
 
 
 def counts_section(records: Iterable[ItemRecord]) -> dict[str, dict[str, Any]]:

@@ -45,6 +45,7 @@ from pytest_ragbench.results.aggregate import (
     metric_range,
     scored_value,
 )
+from pytest_ragbench.results.entries import Comparison
 from pytest_ragbench.results.records import ItemRecord
 from pytest_ragbench.stats import core as stats
 from pytest_ragbench.stats import intervals
@@ -120,7 +121,7 @@ class Pairs:
         return len(set(keys)) < len(keys)
 
 
-def evaluate(family: list[Pairs]) -> list[dict[str, Any]]:
+def evaluate(family: list[Pairs]) -> list[Comparison]:
     """Test, interval and effect size of every comparison, Holm-corrected as one family."""
     family = [p for p in family if p.a]
     resamples = resamples_for(len(family))
@@ -162,7 +163,7 @@ def evaluate(family: list[Pairs]) -> list[dict[str, Any]]:
             # Every pair equal: the difference is exactly zero, not merely "no spread
             # seen" (which gets the Bernoulli worst case, [-0.64, +0.64] at n = 5).
             comparison.update(ci_low=0.0, ci_high=0.0, ci_method=IDENTICAL)
-    return holm(out)
+    return [Comparison(**c) for c in holm(out)]
 
 
 def effect_size(diffs: Sequence[float]) -> dict[str, Any]:
@@ -303,7 +304,7 @@ def holm(comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class Compared:
     """Comparisons of one family, and every metric of the paired records left uncompared."""
 
-    comparisons: list[dict[str, Any]] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)
     # {"name", "kind", "system", "metric", "reason"}: recorded, but no pair could be formed
     not_compared: list[dict[str, Any]] = field(default_factory=list)
 
@@ -399,7 +400,7 @@ def compare_systems(records: Iterable[ItemRecord], systems: Sequence[str]) -> Co
 
 
 def system_comparisons(records: Iterable[ItemRecord], systems: Sequence[str]
-                       ) -> list[dict[str, Any]]:
+                       ) -> list[Comparison]:
     """The comparisons of :func:`compare_systems`."""
     return compare_systems(records, systems).comparisons
 
@@ -442,17 +443,17 @@ def compare_baseline(records: Iterable[ItemRecord], baseline: Iterable[ItemRecor
 
 
 def baseline_comparisons(records: Iterable[ItemRecord], baseline: Iterable[ItemRecord]
-                         ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+                         ) -> tuple[list[Comparison], dict[str, int]]:
     """The comparisons and pairing counts of :func:`compare_baseline`."""
     compared, counts = compare_baseline(records, baseline)
     return compared.comparisons, counts
 
 
-def nest(comparisons: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+def nest(comparisons: Iterable[Comparison]) -> dict[str, dict[str, dict[str, Comparison]]]:
     """``{name: {kind: {metric: comparison}}}`` for ``results.json``."""
-    nested: dict[str, dict[str, dict[str, Any]]] = {}
+    nested: dict[str, dict[str, dict[str, Comparison]]] = {}
     for c in comparisons:
-        nested.setdefault(c["name"], {}).setdefault(c["kind"], {})[c["metric"]] = c
+        nested.setdefault(c.name, {}).setdefault(c.kind, {})[c.metric] = c
     return nested
 
 
@@ -482,7 +483,7 @@ def mcnemar_power(n: int, effect_size: float, discordance: float, alpha: float) 
     return min(1.0, power)
 
 
-def power_section(records: Iterable[ItemRecord], comparisons: Sequence[dict[str, Any]] = ()
+def power_section(records: Iterable[ItemRecord], comparisons: Sequence[Comparison] = ()
                   ) -> dict[str, dict[str, Any]]:
     """Power at d = 0.2, 0.3, 0.5 of the tests the comparisons used, at Holm's alpha / m.
 
@@ -501,20 +502,20 @@ def power_section(records: Iterable[ItemRecord], comparisons: Sequence[dict[str,
         return {kind: {"n": len(cases[kind]), "alpha": ALPHA, "family": None,
                        "test": "paired t (planning)", **stats.power_table(len(cases[kind]))}
                 for kind in sorted(cases)}
-    grouped: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    grouped: dict[str, dict[str, list[Comparison]]] = defaultdict(lambda: defaultdict(list))
     for c in comparisons:
-        grouped[c["kind"]][c["test"]].append(c)
+        grouped[c.kind][c.test].append(c)
     section: dict[str, dict[str, Any]] = {}
     for kind in sorted(grouped):
         by_test: dict[str, dict[str, Any]] = {}
         for test, members in sorted(grouped[kind].items()):
-            family = max(int(c.get("holm_family") or 1) for c in members)
+            family = max(c.holm_family or 1 for c in members)
             alpha = ALPHA / family
-            n = min(int(c.get("n_clusters") or c["n"]) for c in members)
+            n = min(c.n_clusters or c.n for c in members)
             row: dict[str, Any] = {"n": n, "alpha": alpha, "family": family}
             if test == "mcnemar":
-                discordance = sum(c.get("discordant", 0) for c in members) \
-                    / sum(c["n"] for c in members)
+                discordance = sum(c.discordant or 0 for c in members) \
+                    / sum(c.n for c in members)
                 row["discordance"] = discordance
                 row.update({f"d={d}": mcnemar_power(n, d, discordance, alpha)
                             for d in stats.EFFECT_SIZES})

@@ -21,6 +21,7 @@ similarity 0.03 passes every default threshold).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,7 +112,7 @@ class KindCoverage:
 def _gated(document: dict[str, Any]) -> set[tuple[str, str]]:
     """``(kind, metric)`` of every gate that was checked (``x@k`` as written)."""
     return {(str(g.get("kind")), str(g.get("metric"))) for g in document.get("gates") or []
-            if isinstance(g, dict) and g.get("passed") is not None}
+            if isinstance(g, Mapping) and g.get("passed") is not None}
 
 
 def _is_gated(kind: str, metric: str, gated: set[tuple[str, str]]) -> bool:

@@ -40,6 +40,7 @@ from pytest_ragbench.results import (
 from pytest_ragbench.results import (
     comparisons as compare,
 )
+from pytest_ragbench.results.entries import Comparison, GateVerdict, MetricStats
 from pytest_ragbench.results.records import ItemRecord, json_safe
 from pytest_ragbench.results.runs import Baseline
 
@@ -65,9 +66,10 @@ class ResultsDocument:
     config: dict[str, Any]
     components: dict[str, str]
     counts: dict[str, Any]
-    metrics: dict[str, Any]
-    breakdowns: dict[str, Any]
-    comparisons: dict[str, Any]
+    metrics: dict[str, dict[str, MetricStats]]  # [kind][metric]
+    # [kind][field][value][metric]
+    breakdowns: dict[str, dict[str, dict[str, dict[str, MetricStats]]]]
+    comparisons: dict[str, dict[str, dict[str, Comparison]]]  # [name][kind][metric]
     not_compared: list[dict[str, Any]]
     power_analysis: dict[str, Any]
     usage: dict[str, Any]
@@ -76,8 +78,8 @@ class ResultsDocument:
     judge_calibration: dict[str, Any]
     judge_labels: dict[str, Any] | None
     baseline: dict[str, Any] | None
-    gates: list[dict[str, Any]]
-    regressions: list[dict[str, Any]]
+    gates: list[GateVerdict]
+    regressions: list[Comparison]
     failures: list[str]
     systems: list[str]
     records: list[ItemRecord] = field(repr=False, default_factory=list)
@@ -161,7 +163,7 @@ def assemble(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[s
         else compare.Compared()
     comparisons, not_compared = compared.comparisons, compared.not_compared
     baseline_part: dict[str, Any] | None = None
-    found_regressions: list[dict[str, Any]] = []
+    found_regressions: list[Comparison] = []
     if baseline is not None:
         against, counts = compare.compare_baseline(records, baseline.records)
         comparisons += against.comparisons
@@ -183,7 +185,7 @@ def assemble(records: list[ItemRecord], settings: RagbenchConfig, *, run: dict[s
         (sequential or {}).get((g.name, g.metric, c.system)) if g.source == "gate" else None)
         for g, c in checks]
     failures = calibration.failure_lines(labels)
-    failures += [gates.gate_line(v) for v in verdicts if v["passed"] is False]
+    failures += [gates.gate_line(v) for v in verdicts if v.passed is False]
     if settings.fail_on == "regression" and baseline is not None:
         failures += [gates.regression_line(c, baseline.label) for c in found_regressions]
     judge_part = judging.section(records, settings)

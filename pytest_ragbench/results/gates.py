@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,7 @@ from pytest_ragbench.errors import ConfigError
 from pytest_ragbench.render.text import comparator, effect, p_text, signed
 from pytest_ragbench.results.aggregate import Cell, direction
 from pytest_ragbench.results.comparisons import timing_metric
+from pytest_ragbench.results.entries import Comparison, GateVerdict
 
 _GATE = re.compile(r"^(?P<kind>[^.\[\]\s]+)\.(?P<metric>[^\[\]]+?)(?:\[(?P<where>[^\]]*)\])?$")
 
@@ -82,7 +83,7 @@ def at_recorded_k(gate: Gate, recorded: Iterable[str]) -> list[Gate]:
     return [dataclasses.replace(gate, metric=m) for m in found] or [gate]
 
 
-def threshold_checks(metric_cells: Iterable[tuple[Cell, dict[str, Any]]]
+def threshold_checks(metric_cells: Iterable[tuple[Cell, Mapping[str, Any]]]
                      ) -> list[tuple[Gate, Cell]]:
     """Item thresholds as aggregate gates on their metric cells (``--ragbench-gate ci-lower``)."""
     return [(Gate(f"{cell.kind}.{cell.metric}", cell.kind, cell.metric, (),
@@ -101,8 +102,8 @@ def gate_cells(gate: Gate, systems: Sequence[str]) -> list[Cell]:
     return [Cell(gate.kind, gate.metric, None, where)]
 
 
-def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str, min_n: int = GATE_MIN_N,
-          calibration: dict[str, Any] | None = None) -> dict[str, Any]:
+def check(gate: Gate, cell: Cell, entry: Mapping[str, Any], mode: str,
+          min_n: int = GATE_MIN_N, calibration: dict[str, Any] | None = None) -> GateVerdict:
     """The verdict of one gate on one cell.
 
     ``passed`` is None when nothing was scored, or when fewer than ``min_n`` items were
@@ -141,35 +142,35 @@ def check(gate: Gate, cell: Cell, entry: dict[str, Any], mode: str, min_n: int =
         shown += f" ({gate.metric})"
     if cell.system and "system" not in dict(gate.where):
         shown += f" [system={cell.system}]"
-    return {"gate": shown, "source": gate.source, "kind": gate.kind, "metric": gate.metric,
-            "where": dict(gate.where), "system": cell.system, "bound": gate.bound,
-            "mode": mode, "direction": "lower" if lower_better else "higher",
-            "value": value, "method": method, "mean": entry.get("mean"),
-            "ci_low": entry.get("ci_low"), "ci_high": entry.get("ci_high"),
-            "ci_method": entry.get("ci_method"), "n": n, "n_unscored": unscored,
-            "min_n": min_n, "status": status, "passed": passed, "ppi": ppi}
+    return GateVerdict(
+        gate=shown, source=gate.source, kind=gate.kind, metric=gate.metric,
+        where=dict(gate.where), system=cell.system, bound=gate.bound, mode=mode,
+        direction="lower" if lower_better else "higher", value=value, method=method,
+        mean=entry.get("mean"), ci_low=entry.get("ci_low"), ci_high=entry.get("ci_high"),
+        ci_method=entry.get("ci_method"), n=n, n_unscored=unscored, min_n=min_n,
+        status=status, passed=passed, ppi=ppi)
 
 
-def with_sequential(result: dict[str, Any], decision: dict[str, Any] | None
-                    ) -> dict[str, Any]:
+def with_sequential(result: GateVerdict, decision: dict[str, Any] | None) -> GateVerdict:
     """A gate's verdict as its confidence sequence decided it (``--ragbench-sequential``).
 
     Undecided gates keep the verdict of the usual check on every item run.
     """
     if decision is None or decision.get("status") not in ("passed", "missed"):
         return result
-    side = "cs_high" if result["direction"] == "lower" else "cs_low"
-    return {**result, "passed": decision["status"] == "passed", "status": "checked",
-            "value": decision[side], "method": decision["method"],
-            "sequential": {k: decision.get(k) for k in (
-                "decided_after", "n", "cs_low", "cs_high", "alpha", "mean")}}
+    side = "cs_high" if result.direction == "lower" else "cs_low"
+    return dataclasses.replace(
+        result, passed=decision["status"] == "passed", status="checked",
+        value=decision[side], method=decision["method"],
+        sequential={k: decision.get(k) for k in (
+            "decided_after", "n", "cs_low", "cs_high", "alpha", "mean")})
 
 
 def _num(value: Any) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def _unscored_note(result: dict[str, Any]) -> str:
+def _unscored_note(result: Mapping[str, Any]) -> str:
     """``; 12 of 20 items unscored`` when more than half of the items went unscored."""
     n, unscored = result.get("n", 0), result.get("n_unscored", 0)
     if unscored * 2 > n + unscored:
@@ -177,7 +178,7 @@ def _unscored_note(result: dict[str, Any]) -> str:
     return ""
 
 
-def gate_line(result: dict[str, Any]) -> str:
+def gate_line(result: Mapping[str, Any]) -> str:
     """One line naming the gate, the value checked and the interval."""
     op = comparator(result["direction"] == "lower")
     label = "threshold" if result["source"] == "threshold" else "gate"
@@ -215,12 +216,12 @@ def gate_line(result: dict[str, Any]) -> str:
     return f"{head}: {verdict} ({checked}{interval}{_unscored_note(result)})"
 
 
-def regressions(comparisons: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def regressions(comparisons: Iterable[Comparison]) -> list[Comparison]:
     """Comparisons with the baseline that are significantly worse (timings excluded)."""
     return [c for c in comparisons if c.get("worse") and not timing_metric(c["metric"])]
 
 
-def regression_line(c: dict[str, Any], baseline: str) -> str:
+def regression_line(c: Mapping[str, Any], baseline: str) -> str:
     """One line naming a metric that is significantly worse than the baseline."""
     where = f" [system={c['system']}]" if c.get("system") else ""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
@@ -158,7 +159,7 @@ def _is_safe(value: Any) -> bool:
 
 
 def _json_safe_other(value: Any) -> Any:
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):  # a dict subclass, or an entry of results/entries.py
         return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [json_safe(v) for v in value]

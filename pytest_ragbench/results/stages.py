@@ -12,7 +12,7 @@ every one of its metrics was compared: the ones that could not be are listed wit
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -140,7 +140,7 @@ def moves(comparisons: dict[str, Any], not_compared: Iterable[dict[str, Any]] = 
         for kind, metrics in (kinds or {}).items():
             grouped[(name, kind)] = [{"metric": metric, **c}
                                      for metric, c in (metrics or {}).items()
-                                     if isinstance(c, dict)]
+                                     if isinstance(c, Mapping)]
     missing: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for entry in not_compared or ():
         if isinstance(entry, dict):

@@ -11,6 +11,7 @@ defensively (an older or partial document gives fewer reasons, never an error).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +71,7 @@ def item_totals(document: dict[str, Any]) -> dict[str, int]:
     return totals
 
 
-def judged_metrics(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+def judged_metrics(document: dict[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:
     """``(kind, metric, cell)`` of every metric computed by the judge."""
     found = []
     for kind, metrics in (document.get("metrics") or {}).items():
@@ -79,7 +80,7 @@ def judged_metrics(document: dict[str, Any]) -> list[tuple[str, str, dict[str, A
                 family = REGISTRY.parse(metric).spec.family
             except (UnknownMetricError, ValueError):
                 continue
-            if family == "judge" and isinstance(cell, dict):
+            if family == "judge" and isinstance(cell, Mapping):
                 found.append((kind, metric, cell))
     return found
 
@@ -151,7 +152,7 @@ def decide(document: dict[str, Any]) -> Verdict:
     if interrupted:
         reasons.append(Reason(interrupted_text(run), "verdict"))
     failures = [str(line) for line in document.get("failures") or []]
-    gates = [g for g in document.get("gates") or [] if isinstance(g, dict)]
+    gates = [g for g in document.get("gates") or [] if isinstance(g, Mapping)]
     missed = [g for g in gates if g.get("passed") is False]
     thresholds = sum(g.get("source") == "threshold" for g in missed)  # --ragbench-gate ci-lower
     if len(missed) > thresholds:
@@ -183,7 +184,7 @@ def decide(document: dict[str, Any]) -> Verdict:
                    not_checked=coverage.not_checked_text(coverage.of(document)))
 
 
-def _notes(document: dict[str, Any], gates: list[dict[str, Any]],
+def _notes(document: dict[str, Any], gates: list[Mapping[str, Any]],
            failing_regressions: int) -> list[Reason]:
     notes = []
     shard_line = shard_text(document.get("run") or {})
@@ -192,7 +193,7 @@ def _notes(document: dict[str, Any], gates: list[dict[str, Any]],
     baseline = document.get("baseline")
     if isinstance(baseline, dict) and baseline.get("status") == "interrupted":
         notes.append(Reason(partial_baseline_text(baseline), "comparisons", failing=False))
-    found = [r for r in document.get("regressions") or [] if isinstance(r, dict)]
+    found = [r for r in document.get("regressions") or [] if isinstance(r, Mapping)]
     if found and not failing_regressions:
         notes.append(Reason(f"{plural(len(found), 'regression')} against the baseline, not "
                             "gated (--ragbench-fail-on regression makes them fail)", "gates",
