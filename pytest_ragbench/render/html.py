@@ -32,7 +32,9 @@ from typing import Any
 from pytest_ragbench.render import drilldown, plots, terminal
 from pytest_ragbench.render.text import (
     bound,
+    cell_interval,
     comparator,
+    finite,
     interval,
     num,
     percent,
@@ -105,28 +107,12 @@ class Page:
 
 # ------------------------------------------------------------------- numbers as text
 
-def is_small(cell: dict[str, Any]) -> bool:
-    """An interval left out because n < 2 (``ci_method`` null), not because nothing scored."""
-    return "ci_method" in cell and cell.get("ci_method") is None and (cell.get("n") or 0) > 0 \
-        and cell.get("ci_low") is None
-
-
-def interval_text(cell: dict[str, Any], share: bool = False) -> str:
-    """``[low, high]``, ``n too small`` or ``-``."""
-    if is_small(cell):
-        return "n too small"
-    low, high = plots.finite(cell.get("ci_low")), plots.finite(cell.get("ci_high"))
-    if low is None or high is None:
-        return "-"
-    return percent_interval(low, high) if share else interval(low, high)
-
-
 def pass_rate_text(cell: dict[str, Any]) -> str:
     """The pass rate, with its interval when the document has one."""
-    rate = plots.finite(cell.get("pass_rate"))
+    rate = finite(cell.get("pass_rate"))
     if rate is None:
         return "-"
-    low, high = plots.finite(cell.get("pass_rate_ci_low")), plots.finite(
+    low, high = finite(cell.get("pass_rate_ci_low")), finite(
         cell.get("pass_rate_ci_high"))
     if low is None or high is None:
         return percent(rate)
@@ -135,12 +121,12 @@ def pass_rate_text(cell: dict[str, Any]) -> str:
 
 def threshold_text(cell: dict[str, Any]) -> str:
     """``>=0.6`` / ``<=2000`` / ``-``."""
-    return bound(plots.finite(cell.get("threshold")), cell.get("direction") == "lower")
+    return bound(finite(cell.get("threshold")), cell.get("direction") == "lower")
 
 
 def ci_svg(cell: dict[str, Any], low: float, high: float, width: int = 150) -> str:
     """A small inline SVG: the metric's range, the 95% CI as a band, the mean, the threshold."""
-    mean = plots.finite(cell.get("mean"))
+    mean = finite(cell.get("mean"))
     if mean is None:
         return ""
     span = high - low or 1.0
@@ -149,12 +135,12 @@ def ci_svg(cell: dict[str, Any], low: float, high: float, width: int = 150) -> s
         return round(4 + (width - 8) * min(max((value - low) / span, 0.0), 1.0), 1)
 
     parts = [f'<line x1="4" y1="8" x2="{width - 4}" y2="8" stroke="#ccc"/>']
-    ci_low, ci_high = plots.finite(cell.get("ci_low")), plots.finite(cell.get("ci_high"))
+    ci_low, ci_high = finite(cell.get("ci_low")), finite(cell.get("ci_high"))
     if ci_low is not None and ci_high is not None:
         left, right = sorted((x(ci_low), x(ci_high)))
         parts.append(f'<rect x="{left}" y="3" width="{max(right - left, 1.5)}" height="10" '
                      'fill="#9ec5f8"/>')
-    limit = plots.finite(cell.get("threshold"))
+    limit = finite(cell.get("threshold"))
     if limit is not None:
         parts.append(f'<line x1="{x(limit)}" y1="0" x2="{x(limit)}" y2="16" stroke="#b00020" '
                      'stroke-width="1.5"/>')
@@ -166,7 +152,7 @@ def ci_svg(cell: dict[str, Any], low: float, high: float, width: int = 150) -> s
 
 def value_text(cell: dict[str, Any], binary: bool, ones: int | None) -> str:
     """The mean, or for a 0/1 metric the proportion ``k/n = p%``."""
-    mean = plots.finite(cell.get("mean"))
+    mean = finite(cell.get("mean"))
     if mean is None:
         return "-"
     if binary:
@@ -326,9 +312,9 @@ def gates_section(document: dict[str, Any]) -> str:
             label = "threshold " if g.get("source") == "threshold" else ""
             rows.append([f'<span title="{esc(gate_line(g))}">{esc(label)}{esc(g.get("gate"))}'
                          "</span>", f"{checked} {op} {g.get('bound')}",
-                         num(plots.finite(g.get("value"))),
-                         num(plots.finite(g.get("mean"))),
-                         interval_text(g), g.get("n", 0), result])
+                         num(finite(g.get("value"))),
+                         num(finite(g.get("mean"))),
+                         cell_interval(g), g.get("n", 0), result])
             classes.append([""] * 6 + [{"MISSED": "bad", "passed": "good"}.get(result, "note")])
         parts.append(table(["gate", "checked", "value", "mean", "95% CI", "n", "result"],
                            rows, classes, raw=frozenset({0})))
@@ -379,7 +365,7 @@ def kind_tables(document: dict[str, Any], values: plots.Values) -> str:
                 series = per_system.get(system, []) if several else every
                 ones = int(sum(series)) if binary and len(series) == (c.get("n") or 0) else None
                 method = c.get("ci_method")
-                ci = interval_text(c, share=binary) + (
+                ci = cell_interval(c, share=binary) + (
                     f" <span class=note>{esc(method)}</span>" if method else "")
                 rows.append([metric, *([system] if several else []), c.get("n", 0),
                              c.get("n_unscored", 0), value_text(c, binary, ones), ci,

@@ -18,16 +18,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from pytest_ragbench.metrics.registry import REGISTRY, UnknownMetricError
+from pytest_ragbench.render.text import finite
 
 MAX_METRICS_PER_FIGURE = 12
 Values = dict[tuple[str, str], dict[str, list[float]]]
-
-
-def finite(value: Any) -> float | None:
-    """``value`` as a finite float, else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 def item_values(document: dict[str, Any]) -> Values:

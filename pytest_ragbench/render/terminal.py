@@ -9,8 +9,8 @@ from typing import Any
 from pytest_ragbench.config.prices import dollars
 from pytest_ragbench.render.text import (
     bound,
+    cell_interval,
     effect,
-    interval,
     num,
     p_text,
     pass_rate,
@@ -51,14 +51,6 @@ def _count_row(kind: str, category: str, counts: dict[str, int]) -> tuple[str, .
 
 def _threshold(entry: dict[str, Any]) -> str:
     return bound(entry.get("threshold"), entry.get("direction") == "lower")
-
-
-def cell_interval(cell: dict[str, Any]) -> str:
-    """A cell's 95% CI, or ``n too small`` when it has none because n < 2."""
-    if "ci_method" in cell and cell.get("ci_method") is None and cell.get("n") \
-            and cell.get("ci_low") is None:
-        return "n too small"
-    return interval(cell.get("ci_low"), cell.get("ci_high"))
 
 
 # How each cell's interval was made, as the tables name it (pytest_ragbench.stats.intervals).

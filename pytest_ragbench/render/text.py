@@ -7,6 +7,7 @@ threshold reads the same everywhere.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,6 +39,11 @@ def num(value: Any) -> str:
     return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3f}"
 
 
+def significant(value: Any) -> str:
+    """A value in a sentence (a gate's line): 4 significant digits, ``-`` when missing."""
+    return "-" if value is None else f"{value:.4g}"
+
+
 def comparator(lower_is_better: bool) -> str:
     """``<=`` for a metric where lower is better (timings), else ``>=``."""
     return "<=" if lower_is_better else ">="
@@ -65,6 +71,29 @@ def signed(value: float | None) -> str:
 def interval(low: Any, high: Any) -> str:
     """``[low, high]`` or ``-``."""
     return "-" if low is None or high is None else f"[{num(low)}, {num(high)}]"
+
+
+def finite(value: Any) -> float | None:
+    """``value`` as a finite float, else None (a saved document may hold anything)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def is_small(cell: Mapping[str, Any]) -> bool:
+    """An interval left out because n < 2 (``ci_method`` null), not because nothing scored."""
+    return "ci_method" in cell and cell.get("ci_method") is None and (cell.get("n") or 0) > 0 \
+        and cell.get("ci_low") is None
+
+
+def cell_interval(cell: Mapping[str, Any], share: bool = False) -> str:
+    """A metric cell's 95% CI ``[low, high]`` (percent with ``share``), ``n too small``, ``-``."""
+    if is_small(cell):
+        return "n too small"
+    low, high = finite(cell.get("ci_low")), finite(cell.get("ci_high"))
+    if low is None or high is None:
+        return "-"
+    return percent_interval(low, high) if share else interval(low, high)
 
 
 def percent(value: Any, decimals: int = 1) -> str:

@@ -3,6 +3,7 @@
 - :mod:`.records` — one item's record (JSON-safe: it travels on test reports under xdist).
 - :mod:`.document` — the typed results document (``results.json``, described by
   ``results.schema.json`` beside it), built from the parts below.
+- :mod:`.entries` — its typed entries: a metric cell, a gate's verdict, a comparison.
 - :mod:`.sections` — report sections that kinds and plugins add through the hook
   ``pytest_ragbench_report_sections``.
 - :mod:`.aggregate` — cells of scores and their statistics: metrics, breakdowns, usage.

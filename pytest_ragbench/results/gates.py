@@ -30,7 +30,7 @@ from typing import Any
 from pytest_ragbench.config.options import GATE_MIN_N
 from pytest_ragbench.config.thresholds import flatten
 from pytest_ragbench.errors import ConfigError
-from pytest_ragbench.render.text import comparator, effect, p_text, signed
+from pytest_ragbench.render.text import comparator, effect, p_text, signed, significant
 from pytest_ragbench.results.aggregate import Cell, direction
 from pytest_ragbench.results.comparisons import timing_metric
 from pytest_ragbench.results.entries import Comparison, GateVerdict
@@ -166,10 +166,6 @@ def with_sequential(result: GateVerdict, decision: dict[str, Any] | None) -> Gat
             "decided_after", "n", "cs_low", "cs_high", "alpha", "mean")})
 
 
-def _num(value: Any) -> str:
-    return "-" if value is None else f"{value:.4g}"
-
-
 def _unscored_note(result: Mapping[str, Any]) -> str:
     """``; 12 of 20 items unscored`` when more than half of the items went unscored."""
     n, unscored = result.get("n", 0), result.get("n_unscored", 0)
@@ -192,24 +188,26 @@ def gate_line(result: Mapping[str, Any]) -> str:
     if result["ci_low"] is None:
         shown = "no CI"
     else:
-        shown = f"95% CI [{_num(result['ci_low'])}, {_num(result['ci_high'])}]"
+        shown = f"95% CI [{significant(result['ci_low'])}, {significant(result['ci_high'])}]"
         if result.get("ci_method"):
             shown += f" {result['ci_method']}"
-    interval = f"mean {_num(result['mean'])}, {shown}, n={result['n']}"
+    interval = f"mean {significant(result['mean'])}, {shown}, n={result['n']}"
     if result.get("sequential"):
         seq = result["sequential"]
-        checked = (f"confidence sequence [{_num(seq['cs_low'])}, {_num(seq['cs_high'])}] "
-                   f"after {seq['n']} values, alpha {seq['alpha']:.3g}, decided after "
-                   f"{seq['decided_after']} items; ")
+        checked = (f"confidence sequence [{significant(seq['cs_low'])}, "
+                   f"{significant(seq['cs_high'])}] after {seq['n']} values, "
+                   f"alpha {seq['alpha']:.3g}, decided after {seq['decided_after']} items; ")
     elif result["mode"] == "ci-lower":
         side = "upper" if result["direction"] == "lower" else "lower"
         how = f" ({result['method']})" if result.get("method") else ""
-        checked = f"95% CI {side} bound {_num(result['value'])}{how}; "
+        checked = f"95% CI {side} bound {significant(result['value'])}{how}; "
         if result.get("ppi"):  # calibrated against human labels
             ppi = result["ppi"]
-            checked = (f"95% PPI {side} bound {_num(result['value'])}{how} from "
-                       f"{ppi['n_labeled']} human labels, PPI mean {_num(ppi['ppi_mean'])} "
-                       f"[{_num(ppi['ppi_ci_low'])}, {_num(ppi['ppi_ci_high'])}]; judge ")
+            checked = (f"95% PPI {side} bound {significant(result['value'])}{how} from "
+                       f"{ppi['n_labeled']} human labels, "
+                       f"PPI mean {significant(ppi['ppi_mean'])} "
+                       f"[{significant(ppi['ppi_ci_low'])}, "
+                       f"{significant(ppi['ppi_ci_high'])}]; judge ")
     else:
         checked = ""
     verdict = "passed" if result["passed"] else "MISSED"
@@ -228,6 +226,7 @@ def regression_line(c: Mapping[str, Any], baseline: str) -> str:
     ci = "no CI" if c["ci_low"] is None else \
         f"95% CI [{signed(c['ci_low'])}, {signed(c['ci_high'])}]"
     return (f"regression {c['kind']}.{c['metric']}{where}: worse than baseline {baseline}: "
-            f"delta {signed(c['delta'])} ({ci}), {_num(c['mean_b'])} -> {_num(c['mean_a'])}, "
+            f"delta {signed(c['delta'])} ({ci}), "
+            f"{significant(c['mean_b'])} -> {significant(c['mean_a'])}, "
             f"p={p_text(c, 'p_holm')} (Holm, {c['test']}), d={effect(c)}, "
             f"n={c['n']} pairs")

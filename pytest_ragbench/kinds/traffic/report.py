@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_ragbench.config.settings import RagbenchConfig
+from pytest_ragbench.render.text import num
 from pytest_ragbench.results.records import ItemRecord
 
 KIND = "traffic"
@@ -123,20 +124,16 @@ def _trigger(rule: dict[str, Any], latest: dict[str, Any]) -> dict[str, Any]:
         bound, side, certain = rule["above"], "above", estimate["low"]
         found["raised"] = certain is not None and certain > bound
     found["line"] = (f"{rule['level']}: {rule['metric']} = {estimate['mean']:.3f} "
-                     f"[95% CI {_num(estimate['low'])}, {_num(estimate['high'])}] in "
+                     f"[95% CI {num(estimate['low'])}, {num(estimate['high'])}] in "
                      f"{latest['window']} is {side} {bound:g}"
                      + ("" if found["raised"] else " (not certain: the interval crosses it)"))
     return found
 
 
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
 def drift_line(change: dict[str, Any]) -> str:
     """``drift traffic.no_results: 2026-W46 -> 2026-W47 +0.210 [...] (Holm p = 0.0001)``."""
     return (f"drift {KIND}.{change['metric']}: {change['before']} -> {change['after']} "
-            f"{change['delta']:+.3f} [95% CI {_num(change['low'])}, {_num(change['high'])}] "
+            f"{change['delta']:+.3f} [95% CI {num(change['low'])}, {num(change['high'])}] "
             f"(Holm p = {change['p_holm']:.2g}){' worse' if change['worse'] else ''}")
 
 
