@@ -93,6 +93,7 @@ def test_a_sequential_decision_adds_its_key(typed: document.ResultsDocument) -> 
 
 
 @pytest.mark.parametrize(("definition", "entry"), [("cell", entries.MetricStats),
+                                                   ("gate", entries.GateVerdict),
                                                    ("comparison", entries.Comparison)])
 def test_the_schema_names_only_fields_of_the_entry(definition: str, entry: Any) -> None:
     schema = json.loads(document.schema_text())["$defs"][definition]
