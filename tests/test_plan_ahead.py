@@ -112,3 +112,38 @@ def test_under_xdist_each_worker_plans_its_own_items_once_before_they_run(
         assert first["by"] == first["items"][0]
     # later plans top up with the items sent since, each before any of them runs
     assert all(e["planned"] for e in log if e["event"] == "run")
+
+
+SECTION = '''
+
+from pytest_ragbench import GateVerdict, MetricStats, ReportSection
+
+
+def pytest_ragbench_report_sections(config, document):
+    """The kind's own section, from the typed entries of the document."""
+    cell = document.metrics["batched"]["exact_match"]
+    gate, = (g for g in document.gates if g.kind == "batched")
+    assert isinstance(cell, MetricStats) and isinstance(gate, GateVerdict)
+    plans = sum(json.loads(line)["event"] == "plan" for line in LOG.read_text().splitlines())
+    return ReportSection(key="batching", title="batched answers",
+                         data={"plans": plans, "n": cell.n, "mean": cell.mean,
+                               "gate_passed": gate.passed},
+                         table=[["metric", "n", "mean", "plans"],
+                                ["exact_match", cell.n, cell.mean, plans]])
+'''
+
+
+def test_a_conftest_kind_brings_its_plan_and_its_report_section(
+        pytester: pytest.Pytester) -> None:
+    """The issue's check: a kind, its own plan and its own section, without touching the package."""
+    project = RagbenchProject(pytester).conftest(CONFTEST + SECTION).ini()
+    project.cases("batched.jsonl", CASES[:6])
+    project.gates('[gates]\n"batched.exact_match" = 0.9\n')
+    result = project.run("--ragbench", "-p", "no:cacheprovider", subprocess=True)
+    result.assert_outcomes(passed=6)
+    results = project.results()  # validated against the schema and the typed entries
+    assert results["batching"] == {"plans": 1, "n": 6, "mean": 1.0, "gate_passed": True}
+    output = result.stdout.str().splitlines()
+    start = output.index("batched answers")
+    assert output[start + 2].split() == ["exact_match", "6", "1.000", "1"]
+    assert "<h2>batched answers</h2>" in project.html()

@@ -6,6 +6,12 @@
   texts, for every rendering (report sections included).
 - :mod:`.testcases` — gates and regressions as test reports (JUnit XML, the last line).
 - :mod:`.files` — the files of the report dir.
+
+Each renders the serialised document (``ResultsDocument.to_dict()``, what results.json
+holds: JSON-safe, secrets masked), not the live objects: a page or a terminal line shows
+nothing results.json does not, and a saved or resumed run renders through the same code.
+Its metric cells, gates and comparisons are read by key, as the typed entries
+(:mod:`pytest_ragbench.results.entries`) are too.
 """
 
 REPORT_MARKER = ".ragbench-report"  # a file the report writes into its dir
