@@ -31,12 +31,9 @@ class Entry(Mapping[str, Any]):
                 if f.name not in self.OPTIONAL or getattr(self, f.name) is not None]
 
     def __getitem__(self, key: str) -> Any:
-        if key in self.OPTIONAL and getattr(self, key) is None:
+        if key not in self._present():  # a field's name only: never a method or a constant
             raise KeyError(key)
-        try:
-            return getattr(self, key)
-        except AttributeError:
-            raise KeyError(key) from None
+        return getattr(self, key)
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and key in self._present()

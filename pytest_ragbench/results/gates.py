@@ -216,7 +216,7 @@ def gate_line(result: Mapping[str, Any]) -> str:
 
 def regressions(comparisons: Iterable[Comparison]) -> list[Comparison]:
     """Comparisons with the baseline that are significantly worse (timings excluded)."""
-    return [c for c in comparisons if c.get("worse") and not timing_metric(c["metric"])]
+    return [c for c in comparisons if c.worse and not timing_metric(c.metric)]
 
 
 def regression_line(c: Mapping[str, Any], baseline: str) -> str:
