@@ -138,7 +138,7 @@ def pytest_configure(config: pytest.Config) -> None:
             session.prepare_run()
         except ConfigError as exc:
             raise pytest.UsageError(scrub(f"ragbench: {exc}")) from None
-        config.pluginmanager.register(session, "ragbench-session")
+        session.register(config.pluginmanager)
         if session.merged is not None:
             from pytest_ragbench.run.shards import Replay
 
@@ -163,8 +163,8 @@ def _join_run(config: pytest.Config) -> None:
     And the kind and system of the items it collects are written for the controller.
     """
     from pytest_ragbench.run.collected import join_collection
+    from pytest_ragbench.run.controller import WORKER_INPUT_KEY
     from pytest_ragbench.run.interruption import SignalWatch
-    from pytest_ragbench.run.session import WORKER_INPUT_KEY
 
     config.stash[SIGNALS_KEY] = SignalWatch()
     join_collection(config)
@@ -409,7 +409,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     watch = session.config.stash.get(SIGNALS_KEY, None)
     output = getattr(session.config, "workeroutput", None)
     if watch is not None and output is not None:
-        from pytest_ragbench.run.session import SIGNAL_OUTPUT_KEY
+        from pytest_ragbench.run.controller import SIGNAL_OUTPUT_KEY
 
         watch.reporting = True
         if watch.received:
