@@ -135,7 +135,7 @@ def pytest_ragbench_report_sections(config, document):
 
 def test_a_conftest_kind_brings_its_plan_and_its_report_section(
         pytester: pytest.Pytester) -> None:
-    """The issue's check: a kind, its own plan and its own section, without touching the package."""
+    """One conftest.py adds a kind, its own plan and its own section; the package is untouched."""
     project = RagbenchProject(pytester).conftest(CONFTEST + SECTION).ini()
     project.cases("batched.jsonl", CASES[:6])
     project.gates('[gates]\n"batched.exact_match" = 0.9\n')

@@ -2,8 +2,8 @@
 
 Under pytest-xdist the records arrive on the replayed reports, so the numbers are the
 same with and without workers. An item whose worker crashed becomes ``lost``; one whose
-worker was interrupted did not run and gets no record. Each first record also reaches
-the sequential gates and the plots drawn ahead.
+worker was interrupted did not run and gets no record. An item's first record also
+reaches the sequential gates; every record reaches the plots drawn ahead.
 """
 
 from __future__ import annotations

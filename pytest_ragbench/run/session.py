@@ -94,9 +94,11 @@ class RagbenchSession:
 
     def register(self, pluginmanager: pytest.PytestPluginManager) -> None:
         """Register the session (``ragbench-session``) and each of its parts."""
+        parts = {"checks": self.checks, "opening": self.opening, "controller": self.controller,
+                 "recorder": self.recorder, "ending": self.ending, "report": self.report}
         pluginmanager.register(self, "ragbench-session")
-        for name in ("checks", "opening", "controller", "recorder", "ending", "report"):
-            pluginmanager.register(getattr(self, name), f"ragbench-session-{name}")
+        for name, part in parts.items():
+            pluginmanager.register(part, f"ragbench-session-{name}")
 
     def prepare_run(self) -> None:
         """Choose the run id (a new one, or the run ``--ragbench-resume`` continues)."""
@@ -133,7 +135,7 @@ class RagbenchSession:
         return self.opening.count(kind, system)
 
     def guard(self, part: str, action: Callable[[], T]) -> T | None:
-        """Run one part of the run's ending; a failure becomes a problem line naming it."""
+        """Run a part that must not take the session down; a failure becomes a problem line."""
         try:
             return action()
         except Exception as exc:
